@@ -31,6 +31,6 @@ for u in systemd-remount-fs.service getty.target console-getty.service systemd-l
   ln -sf /dev/null "$root/etc/systemd/system/$u"
 done
 tar -C "$root" -c . | docker import \
-  -c 'CMD ["/lib/systemd/systemd"]' -c 'ENV container=docker' -c 'STOPSIGNAL SIGRTMIN+3' \
+  -c 'CMD ["/lib/systemd/systemd"]' -c 'ENV container=docker' \
   -c "LABEL inferops.recipe=$recipe" - "$image" >/dev/null
 echo "built $image (recipe $recipe)"

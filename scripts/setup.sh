@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Install what the demo and the tests need on a Debian 12 machine, as root, idempotently:
+# Debian's docker.io and debootstrap, a pinned venv in .venv, the collections community.docker,
+# ansible.posix and community.general taken from the `ansible` wheel on PyPI (Galaxy is not needed),
+# this collection linked into the venv, a running dockerd, and the base image of the test containers.
+# Source it (`. scripts/setup.sh`) to get PATH and the variables below.
+set -euo pipefail
+INFEROPS_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export INFEROPS_REPO
+VENV="$INFEROPS_REPO/.venv"
+CACHE="$INFEROPS_REPO/.cache"
+ANSIBLE_WHEEL_VERSION=12.3.0
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+[ "$(id -u)" = 0 ] || { echo "run as root (it installs Debian packages and starts dockerd)" >&2; exit 1; }
+
+need_pkgs=()
+for p in docker.io debootstrap python3-venv; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need_pkgs+=("$p")
+done
+if ((${#need_pkgs[@]})); then
+  log "installing Debian packages: ${need_pkgs[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+    systemctl start docker || true
+  fi
+  if ! docker info >/dev/null 2>&1; then
+    log "starting dockerd"
+    mkdir -p /var/log
+    nohup dockerd >/var/log/inferops-dockerd.log 2>&1 &
+  fi
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  docker info >/dev/null 2>&1 || { log "dockerd did not start; see /var/log/inferops-dockerd.log"; exit 1; }
+fi
+
+stamp="$(sha256sum "$INFEROPS_REPO/requirements-dev.txt" "$INFEROPS_REPO/scripts/setup.sh" | sha256sum | cut -c1-16)"
+if [ "$(cat "$VENV/.inferops-stamp" 2>/dev/null)" != "$stamp" ]; then
+  log "creating $VENV"
+  rm -rf "$VENV"
+  /usr/bin/python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$INFEROPS_REPO/requirements-dev.txt"
+  mkdir -p "$CACHE/wheels"
+  wheel="$(ls "$CACHE"/wheels/ansible-$ANSIBLE_WHEEL_VERSION-*.whl 2>/dev/null | head -n1 || true)"
+  if [ -z "$wheel" ]; then
+    log "downloading the ansible $ANSIBLE_WHEEL_VERSION wheel for community.docker, ansible.posix, community.general"
+    "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps -d "$CACHE/wheels" "ansible==$ANSIBLE_WHEEL_VERSION"
+    wheel="$(ls "$CACHE"/wheels/ansible-$ANSIBLE_WHEEL_VERSION-*.whl | head -n1)"
+  fi
+  site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  "$VENV/bin/python" - "$wheel" "$site" <<'PY'
+import sys, zipfile
+wheel, site = sys.argv[1:]
+keep = ("ansible_collections/community/docker/", "ansible_collections/ansible/posix/",
+        "ansible_collections/community/general/")
+with zipfile.ZipFile(wheel) as zf:
+    zf.extractall(site, [n for n in zf.namelist() if n.startswith(keep)])
+PY
+  echo "$stamp" >"$VENV/.inferops-stamp"
+fi
+site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+mkdir -p "$site/ansible_collections/inferops"
+ln -sfn "$INFEROPS_REPO" "$site/ansible_collections/inferops/sglang"
+
+bash "$INFEROPS_REPO/tests/images/build-base.sh" >&2
+
+export PATH="$VENV/bin:$PATH"
+export ANSIBLE_COLLECTIONS_PATH="$site"
+export ANSIBLE_FORCE_COLOR="${ANSIBLE_FORCE_COLOR:-false}"
+log "ready: $("$VENV/bin/ansible" --version | head -n1)"
