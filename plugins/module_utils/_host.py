@@ -55,6 +55,10 @@ CRON_DAEMONS = frozenset(('cron', 'crond', 'cronie', 'fcron'))
 # State of a listening socket in /proc/net/tcp{,6} (TCP_LISTEN).
 TCP_LISTEN = '0A'
 
+# nvidia-smi underlines the header of `topo -m` with terminal escapes even when its output is not a
+# terminal (ESC[4m ... ESC[0m): strip them before parsing.
+_ANSI_RE = re.compile(r'\x1b\[[0-9;?]*[A-Za-z]')
+
 _NA_VALUES = frozenset(('', 'N/A', '[N/A]', '[Not Supported]', 'Not Supported', '[Unknown Error]'))
 
 
@@ -66,6 +70,11 @@ def read_text(path, default=None):
     except (OSError, IOError):
         return default
     return data.decode('utf-8', 'replace')
+
+
+def strip_ansi(text):
+    """Text without terminal escape sequences."""
+    return _ANSI_RE.sub('', text or '')
 
 
 def _split_nul(data):
@@ -99,7 +108,7 @@ def _mib(value):
 def _smi_lines(text):
     """Data lines of nvidia-smi csv output: no blanks, no header line."""
     lines = []
-    for line in (text or '').splitlines():
+    for line in strip_ansi(text).splitlines():
         if not line.strip():
             continue
         lines.append(line)
@@ -261,8 +270,9 @@ def parse_topology(text):
     {'GPU0': {'GPU1': 'NV18'}, 'GPU1': {'GPU0': 'NV18'}} (the X self cell, NIC rows and columns, and
     the affinity columns are left out); interconnect is one of INTERCONNECTS (see
     interconnect_from_matrix). Text without a matrix (no GPU, an error message) gives ({}, 'none').
+    The terminal escapes nvidia-smi puts around the header line are ignored.
     """
-    lines = (text or '').splitlines()
+    lines = strip_ansi(text).splitlines()
     header = None
     devices = []
     matrix = {}
@@ -307,7 +317,7 @@ def parse_nvlink_status(text):
     '<inactive>' is not active."""
     result = {}
     current = None
-    for line in (text or '').splitlines():
+    for line in strip_ansi(text).splitlines():
         m = re.match(r'^GPU\s+(\d+):', line)
         if m:
             current = int(m.group(1))

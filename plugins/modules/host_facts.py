@@ -28,6 +28,10 @@ description:
   - B(CUDA toolkits) under O(cuda_roots) and the one C(CUDA_HOME) should name.
   - B(Listening TCP sockets) with the process that owns each, from C(/proc/net/tcp) and C(/proc/net/tcp6).
   - Existing systemd B(unit files) matching O(unit_glob), and B(supervisord) programs.
+  - B(SGLang servers) running now, found as M(inferops.sglang.server_process_info) finds them
+    (exact argv, interpreter, environment with secret-looking values masked, cwd, user, port, tp/dp,
+    cgroup), split into C(servers) and C(strays) (not managed by O(unit)).
+  - Whether the B(endpoint) O(host):O(port) accepts TCP connections and what C(GET /health) answers.
   - No GPU, no C(nvidia-smi), or an C(nvidia-smi) that fails (for example C(NVIDIA-SMI has failed
     because it couldn't communicate with the NVIDIA driver)) is a normal result, not a failure; the GPU
     facts are then empty and the reason is given as a warning. The same holds for an interpreter that does
@@ -72,6 +76,32 @@ options:
     type: str
     required: false
     default: 'sglang*.service'
+  unit:
+    description:
+      - The unit (or supervisord program) that manages the server. SGLang processes in its cgroup are
+        reported with C(managed=true); all others are strays.
+    type: str
+    required: false
+    default: sglang.service
+  host:
+    description:
+      - Address of the endpoint probed with C(GET /health). C(0.0.0.0) and C(::) are probed on loopback.
+    type: str
+    required: false
+    default: 127.0.0.1
+  port:
+    description:
+      - Port of the endpoint probed with C(GET /health) (SGLang's default C(--port) is 30000).
+    type: int
+    required: false
+    default: 30000
+  probe_timeout:
+    description:
+      - Seconds the C(/health) probe may take. SGLang's C(/health) runs a one-token generation, so a
+        loaded server can take over a second.
+    type: float
+    required: false
+    default: 10
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -99,7 +129,7 @@ seealso:
     description: How to tell whether the system was booted with systemd.
     link: https://www.freedesktop.org/software/systemd/man/latest/sd_booted.html
 author:
-  - inferops.sglang developers
+  - inferops.sglang developers (@inferops)
 '''
 
 EXAMPLES = r'''
@@ -478,12 +508,56 @@ ansible_facts:
               type: list
               elements: str
               sample: ['sglang']
+        servers:
+          description:
+            - Every SGLang server running now, one entry per server (main process, its children, orphans).
+            - Each entry has the keys M(inferops.sglang.server_process_info) returns for C(servers), among them
+              C(main_pid), C(pids), C(argv), C(executable), C(module), C(args), C(env) (secret-looking values
+              masked as C(********)), C(cwd), C(user), C(host), C(port), C(tp), C(dp), C(pp), C(cgroup), C(managed).
+          type: list
+          elements: dict
+          returned: always
+        strays:
+          description: The entries of C(servers) not managed by O(unit) (for example started by hand with nohup).
+          type: list
+          elements: dict
+          returned: always
+        endpoint:
+          description: What O(host):O(port) answered.
+          type: dict
+          returned: always
+          contains:
+            host:
+              description: The address asked about (O(host)).
+              type: str
+            port:
+              description: The port asked about (O(port)).
+              type: int
+            listening:
+              description: Whether a TCP connection succeeded.
+              type: bool
+            health_status:
+              description: HTTP status of C(GET /health), or null without an HTTP answer.
+              type: int
+              sample: 200
+            seconds:
+              description: Seconds C(GET /health) took.
+              type: float
+            error:
+              description: Why there was no TCP connection or no HTTP answer, else null.
+              type: str
 '''
 
 import os
+import socket
+import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.six.moves.urllib.request import urlopen
 from ansible_collections.inferops.sglang.plugins.module_utils import _host
+from ansible_collections.inferops.sglang.plugins.module_utils._sglang_process import discover
 
 C_ENV = {'LANG': 'C', 'LC_ALL': 'C'}
 COMMAND_TIMEOUT = 120
@@ -729,14 +803,53 @@ class HostFacts(object):
             for name in _host.parse_supervisor_programs(_host.read_text(path, ''), pattern):
                 if name not in programs:
                     programs.append(name)
-        main_conf = any(os.path.isfile(p) for p in (os.path.join(ETC, 'supervisord.conf'),
-                                                     os.path.join(ETC, 'supervisor', 'supervisord.conf')))
+        main_files = (os.path.join(ETC, 'supervisord.conf'), os.path.join(ETC, 'supervisor', 'supervisord.conf'))
+        main_conf = any(os.path.isfile(path) for path in main_files)
         return {
             'installed': bool(self.module.get_bin_path('supervisord')) or main_conf,
             'running': _host.supervisord_running(self.processes),
             'config_files': configs,
             'programs': programs,
         }
+
+
+def server_facts(module, unit):
+    """The SGLang servers running now (see module_utils._sglang_process.discover)."""
+    try:
+        found = discover(unit=unit, include_gpu_holders=False)
+    except Exception as exc:  # pylint: disable=broad-except
+        module.warn('Could not list SGLang server processes: %s' % to_native(exc))
+        return {'servers': [], 'strays': []}
+    return {'servers': found.servers, 'strays': found.strays}
+
+
+def probe_endpoint(host, port, timeout):
+    """TCP connect to host:port, then GET /health.
+
+    :returns: dict with ``host``, ``port``, ``listening`` (bool), ``health_status`` (HTTP status, or
+        None when there was no HTTP answer), ``seconds`` (float, how long /health took) and ``error``.
+    """
+    probe_host = '127.0.0.1' if host in ('', '0.0.0.0') else ('::1' if host == '::' else host)
+    result = {'host': host, 'port': port, 'listening': False, 'health_status': None,
+              'seconds': None, 'error': None}
+    try:
+        sock = socket.create_connection((probe_host, port), timeout=min(timeout, 5))
+        sock.close()
+        result['listening'] = True
+    except (OSError, socket.error) as exc:
+        result['error'] = to_native(exc)
+        return result
+    url = 'http://%s:%d/health' % ('[%s]' % probe_host if ':' in probe_host else probe_host, port)
+    started = time.time()
+    try:
+        response = urlopen(url, timeout=timeout)
+        result['health_status'] = response.getcode()
+    except HTTPError as exc:
+        result['health_status'] = exc.code
+    except (URLError, OSError, socket.error) as exc:
+        result['error'] = to_native(exc)
+    result['seconds'] = round(time.time() - started, 3)
+    return result
 
 
 def main():
@@ -747,6 +860,10 @@ def main():
             cuda_roots=dict(type='list', elements='str', required=False,
                             default=['/usr/local/cuda', '/usr/local/cuda-*']),
             unit_glob=dict(type='str', required=False, default='sglang*.service'),
+            unit=dict(type='str', required=False, default='sglang.service'),
+            host=dict(type='str', required=False, default='127.0.0.1'),
+            port=dict(type='int', required=False, default=30000),
+            probe_timeout=dict(type='float', required=False, default=10),
         ),
         supports_check_mode=True,
     )
@@ -761,6 +878,9 @@ def main():
     facts['listeners'] = host.listeners()
     facts['units'] = host.units(facts['init']['system'], p['unit_glob'])
     facts['supervisor'] = host.supervisor(p['unit_glob'])
+
+    facts.update(server_facts(module, p['unit']))
+    facts['endpoint'] = probe_endpoint(p['host'], p['port'], p['probe_timeout'])
 
     module.exit_json(changed=False, ansible_facts={'inferops_sglang': facts})
 

@@ -1,0 +1,360 @@
+# -*- coding: utf-8 -*-
+# Module-level tests of inferops.sglang.host_facts: real runs through `ansible localhost -c local`,
+# fake nvidia-smi scripts printing the captured fixtures, and an in-process run on a fake /proc (C11).
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.inferops.sglang.plugins.module_utils import _host
+from ansible_collections.inferops.sglang.plugins.modules import host_facts
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'fixtures', 'nvidia-smi')
+ANSIBLE = os.path.join(os.path.dirname(sys.executable), 'ansible')
+# the directory holding ansible_collections/inferops/sglang (as imported, symlinks kept)
+COLLECTIONS_PATH = os.environ.get('ANSIBLE_COLLECTIONS_PATH') or os.path.abspath(
+    os.path.join(os.path.dirname(host_facts.__file__), '..', '..', '..', '..', '..'))
+
+FACT_KEYS = {'init', 'python', 'gpus', 'gpu_count', 'driver_version', 'cuda_driver_version', 'interconnect',
+             'topology', 'gpu_processes', 'nvidia_smi', 'cuda', 'listeners', 'units', 'supervisor'}
+INIT_KEYS = {'system', 'pid1', 'pid1_cmdline', 'systemd_booted', 'systemd_version', 'container', 'cron_running'}
+PYTHON_KEYS = {'executable', 'exists', 'version', 'prefix', 'base_prefix', 'is_venv', 'bin_dir', 'site_packages',
+               'sitecustomize', 'sglang_version'}
+SITECUSTOMIZE_KEYS = {'imported', 'path', 'realpath', 'is_link', 'candidate', 'error'}
+GPU_KEYS = {'index', 'name', 'uuid', 'memory_total_mib', 'memory_used_mib', 'compute_cap', 'driver_version',
+            'pci_bus_id'}
+LISTENER_KEYS = {'proto', 'host', 'port', 'inode', 'pid', 'process'}
+TOOLKIT_KEYS = {'path', 'realpath', 'version', 'nvcc', 'ptxas'}
+
+needs_ansible = pytest.mark.skipif(not os.path.exists(ANSIBLE), reason='no ansible next to this python')
+
+
+def run_module(args, check=False):
+    """Run the module through `ansible localhost -c local`; return (status, result, stderr)."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_PATH, ANSIBLE_NOCOLOR='1',
+               ANSIBLE_FORCE_COLOR='0', ANSIBLE_LOCALHOST_WARNING='0', ANSIBLE_INVENTORY_UNPARSED_WARNING='0',
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    cmd = [ANSIBLE, 'localhost', '-c', 'local', '-m', 'inferops.sglang.host_facts', '-a', json.dumps(args)]
+    if check:
+        cmd.append('--check')
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, check=False, timeout=300)
+    m = re.search(r'^localhost \| (\w+)(?: \| rc=\d+)? => (\{.*\})\s*$', proc.stdout, re.MULTILINE | re.DOTALL)
+    assert m, 'unexpected output:\n%s\n%s' % (proc.stdout, proc.stderr)
+    return m.group(1), json.loads(m.group(2)), proc.stderr
+
+
+def fixture_path(*parts):
+    return os.path.abspath(os.path.join(FIXTURES, *parts))
+
+
+def fake_nvidia_smi(tmp_path, query_gpu=None, topo=None, header=None, compute_apps=None, fail=None, fail_rc=9):
+    """A bash nvidia-smi that prints fixtures. CSV fixtures captured with --format=csv are turned
+    into what --format=csv,noheader,nounits prints (the module asks for that)."""
+    def csv(path):
+        return "tail -n +2 '%s' | sed 's/ MiB//g'" % path if path else 'true'
+    if fail:
+        body = "cat '%s'\nexit %d\n" % (fail, fail_rc)
+    else:
+        body = (
+            'case "$1" in\n'
+            '  --query-gpu=*) %s ;;\n'
+            '  --query-compute-apps=*) %s ;;\n'
+            "  topo) cat '%s' ;;\n"
+            "  '') cat '%s' ;;\n"
+            '  *) echo "unexpected: $*" >&2; exit 2 ;;\n'
+            'esac\n' % (csv(query_gpu), csv(compute_apps), topo, header)
+        )
+    path = tmp_path / 'nvidia-smi'
+    path.write_text('#!/bin/bash\n' + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def check_shape(facts):
+    assert set(facts) == FACT_KEYS
+    assert set(facts['init']) == INIT_KEYS
+    assert set(facts['python']) == PYTHON_KEYS
+    assert set(facts['python']['sitecustomize']) == SITECUSTOMIZE_KEYS
+    assert facts['init']['system'] in ('systemd', 'other')
+    assert facts['init']['container'] in _host.CONTAINER_KINDS
+    assert facts['interconnect'] in _host.INTERCONNECTS
+    assert facts['gpu_count'] == len(facts['gpus'])
+    for gpu in facts['gpus']:
+        assert set(gpu) == GPU_KEYS
+    for entry in facts['listeners']:
+        assert set(entry) == LISTENER_KEYS
+        assert entry['proto'] in ('tcp', 'tcp6')
+    assert set(facts['cuda']) == {'toolkits', 'home'}
+    for tk in facts['cuda']['toolkits']:
+        assert set(tk) == TOOLKIT_KEYS
+    assert set(facts['supervisor']) == {'installed', 'running', 'config_files', 'programs'}
+    if facts['init']['system'] != 'systemd':
+        assert facts['units'] == []
+
+
+@needs_ansible
+@pytest.mark.skipif(not os.path.exists('/usr/bin/python3'), reason='no /usr/bin/python3')
+def test_real_run_on_this_machine():
+    status, result, stderr = run_module({'python': '/usr/bin/python3'})
+    assert status == 'SUCCESS'
+    assert result['changed'] is False
+    assert set(result) - {'changed', 'warnings', 'deprecations'} == {'ansible_facts'}
+    facts = result['ansible_facts']['inferops_sglang']
+    check_shape(facts)
+
+    # init: what this machine really is (here PID 1 is not systemd)
+    with open('/proc/1/comm') as f:
+        pid1 = f.read().strip()
+    init = facts['init']
+    assert init['pid1'] == pid1
+    assert init['systemd_booted'] == os.path.isdir('/run/systemd/system')
+    expected = 'systemd' if (pid1 == 'systemd' and init['systemd_booted']) else 'other'
+    assert init['system'] == expected
+    assert init['container'] == _host.detect_container()
+    if shutil.which('systemctl'):
+        assert isinstance(init['systemd_version'], int)
+
+    # python: as on disk
+    py = facts['python']
+    assert py['executable'] == '/usr/bin/python3'
+    assert py['exists'] is True
+    assert py['bin_dir'] == '/usr/bin'
+    assert re.match(r'^3\.\d+\.\d+$', py['version'])
+    assert py['is_venv'] is False
+    major_minor = '.'.join(py['version'].split('.')[:2])
+    sc = py['sitecustomize']
+    candidate = '/usr/lib/python%s/sitecustomize.py' % major_minor
+    assert sc['candidate'] == candidate
+    if os.path.exists(candidate):
+        assert sc['imported'] is True
+        assert sc['path'] == candidate
+        assert sc['realpath'] == os.path.realpath(candidate)
+        assert sc['is_link'] is os.path.islink(candidate)
+    elif not sc['imported']:
+        assert sc['path'] is None and sc['realpath'] is None
+
+    # no GPU here: a normal result with a warning
+    if not shutil.which('nvidia-smi'):
+        assert facts['gpus'] == [] and facts['gpu_count'] == 0
+        assert facts['interconnect'] == 'none'
+        assert facts['nvidia_smi'] is None
+        assert 'nvidia-smi not found' in stderr
+
+    # CUDA toolkits: those on disk
+    found = []
+    for pattern in ('/usr/local/cuda', '/usr/local/cuda-*'):
+        found.extend(p for p in sorted(glob.glob(pattern)) if os.path.isdir(p) and p not in found)
+    assert [t['path'] for t in facts['cuda']['toolkits']] == found
+    if facts['cuda']['home'] is not None:
+        assert facts['cuda']['home'] == os.path.realpath(facts['cuda']['home'])
+
+    # listeners: the same sockets /proc shows (ports only; they may come and go)
+    assert all(0 < entry['port'] < 65536 for entry in facts['listeners'])
+
+
+@needs_ansible
+def test_fake_nvidia_smi_h200x2_nvlink(tmp_path):
+    # topo_m_raw.txt: topo -m as nvidia-smi really prints it, the header underlined with terminal escapes
+    smi = fake_nvidia_smi(tmp_path,
+                          query_gpu=fixture_path('h200x2', 'query_gpu.csv'),
+                          topo=fixture_path('h200x2', 'topo_m_raw.txt'),
+                          header=fixture_path('h200x2', 'nvidia_smi_busy.txt'),
+                          compute_apps=fixture_path('h200x2', 'compute_apps_busy.csv'))
+    status, result, stderr = run_module({'nvidia_smi': smi})
+    assert status == 'SUCCESS'
+    facts = result['ansible_facts']['inferops_sglang']
+    check_shape(facts)
+    assert facts['nvidia_smi'] == smi
+    assert facts['gpu_count'] == 2
+    assert [g['uuid'] for g in facts['gpus']] == ['GPU-264e02ee-af98-d893-82ae-4ec1afc463e1',
+                                                  'GPU-4f3f9924-c31b-11ce-1a00-cd855da98952']
+    assert facts['gpus'][0]['memory_total_mib'] == 143771
+    assert facts['gpus'][1]['pci_bus_id'] == '00000000:00:07.0'
+    assert facts['driver_version'] == '580.159.04'
+    assert facts['cuda_driver_version'] == '13.0'
+    assert facts['interconnect'] == 'nvlink'
+    assert facts['topology'] == {'GPU0': {'GPU1': 'NV18'}, 'GPU1': {'GPU0': 'NV18'}}
+    assert [(p['pid'], p['used_memory_mib']) for p in facts['gpu_processes']] == [(568, 4334), (568, 4334)]
+    # python not given: the python facts are there, empty
+    assert facts['python']['executable'] is None and facts['python']['exists'] is False
+
+
+@needs_ansible
+def test_fake_nvidia_smi_pcie8(tmp_path):
+    # 8 GPUs on PCIe only: the reference host's shape (C09)
+    query = tmp_path / 'query_gpu.csv'
+    lines = ['index, name, uuid, memory.total [MiB], memory.used [MiB], compute_cap, driver_version, pci.bus_id']
+    for i in range(8):
+        lines.append('%d, NVIDIA RTX PRO 6000 Blackwell Server Edition, GPU-0000000%d-0000-0000-0000-000000000000, '
+                     '97887 MiB, 1 MiB, 12.0, 580.82.07, 00000000:%02X:00.0' % (i, i, 0x10 * (i + 1)))
+    query.write_text('\n'.join(lines) + '\n')
+    smi = fake_nvidia_smi(tmp_path, query_gpu=str(query), topo=fixture_path('pcie8', 'topo_m.txt'),
+                          header=fixture_path('h200x2', 'nvidia_smi_busy.txt'))
+    status, result, stderr = run_module({'nvidia_smi': smi})
+    assert status == 'SUCCESS'
+    facts = result['ansible_facts']['inferops_sglang']
+    assert facts['gpu_count'] == 8
+    assert facts['gpus'][7]['compute_cap'] == '12.0'
+    assert facts['interconnect'] == 'pcie'
+    assert sorted(facts['topology']) == ['GPU%d' % i for i in range(8)]
+    assert facts['gpu_processes'] == []
+
+
+@needs_ansible
+def test_fake_nvidia_smi_mixed8_is_mixed(tmp_path):
+    query = tmp_path / 'query_gpu.csv'
+    query.write_text('header\n' + ''.join('%d, NVIDIA RTX A6000, GPU-%d, 49140, 0, 8.6, 550.54.15, 00000000:%02X:00.0\n'
+                                          % (i, i, i + 1) for i in range(8)))
+    smi = fake_nvidia_smi(tmp_path, query_gpu=str(query), topo=fixture_path('mixed8', 'topo_m.txt'),
+                          header=fixture_path('h200x2', 'nvidia_smi_busy.txt'))
+    status, result, stderr = run_module({'nvidia_smi': smi})
+    facts = result['ansible_facts']['inferops_sglang']
+    assert status == 'SUCCESS'
+    assert facts['interconnect'] == 'mixed'
+
+
+@needs_ansible
+def test_fake_nvidia_smi_single(tmp_path):
+    smi = fake_nvidia_smi(tmp_path, query_gpu=fixture_path('h200x1', 'query_gpu.csv'),
+                          topo=fixture_path('h200x1', 'topo_m.txt'),
+                          header=fixture_path('h200x2', 'nvidia_smi_busy.txt'))
+    status, result, stderr = run_module({'nvidia_smi': smi})
+    facts = result['ansible_facts']['inferops_sglang']
+    assert facts['gpu_count'] == 1
+    assert facts['interconnect'] == 'single'
+    assert facts['topology'] == {'GPU0': {}}
+
+
+@needs_ansible
+@pytest.mark.parametrize('fixture,rc', [(('no_gpu', 'driver_failed.txt'), 9), (('no_gpu', 'query_gpu_no_devices.txt'), 6)],
+                         ids=['driver-failed', 'no-devices'])
+def test_failing_nvidia_smi_is_not_a_failure(tmp_path, fixture, rc):
+    smi = fake_nvidia_smi(tmp_path, fail=fixture_path(*fixture), fail_rc=rc)
+    status, result, stderr = run_module({'nvidia_smi': smi}, check=True)
+    assert status == 'SUCCESS'
+    assert result['changed'] is False
+    facts = result['ansible_facts']['inferops_sglang']
+    check_shape(facts)
+    assert facts['gpus'] == [] and facts['gpu_count'] == 0
+    assert facts['interconnect'] == 'none'
+    assert facts['topology'] == {}
+    assert facts['driver_version'] is None and facts['cuda_driver_version'] is None
+    with open(fixture_path(*fixture)) as f:
+        first_line = f.readline().strip()
+    assert first_line in ' '.join(stderr.split())
+
+
+@needs_ansible
+def test_missing_python_is_not_a_failure(tmp_path):
+    status, result, stderr = run_module({'python': str(tmp_path / 'no-env' / 'bin' / 'python3'),
+                                         'nvidia_smi': str(tmp_path / 'no-nvidia-smi')})
+    assert status == 'SUCCESS'
+    py = result['ansible_facts']['inferops_sglang']['python']
+    assert py['exists'] is False
+    assert py['executable'] == str(tmp_path / 'no-env' / 'bin' / 'python3')
+    assert py['bin_dir'] == str(tmp_path / 'no-env' / 'bin')
+    assert py['version'] is None and py['sglang_version'] is None
+    assert 'does not exist' in stderr
+
+
+@needs_ansible
+def test_venv_python_facts(tmp_path):
+    # a venv with a fake sglang whose import would fail, a sitecustomize in its site-packages
+    env = tmp_path / 'ml-env'
+    subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(env)], check=True)
+    site = glob.glob(str(env / 'lib' / 'python3*' / 'site-packages'))[0]
+    os.makedirs(os.path.join(site, 'sglang'))
+    with open(os.path.join(site, 'sglang', '__init__.py'), 'w') as f:
+        f.write('raise RuntimeError("sglang was imported")\n')
+    os.makedirs(os.path.join(site, 'sglang-0.5.9.dist-info'))
+    with open(os.path.join(site, 'sglang-0.5.9.dist-info', 'METADATA'), 'w') as f:
+        f.write('Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.9\n')
+    with open(os.path.join(site, 'sitecustomize.py'), 'w') as f:
+        f.write('import os\nos.environ.setdefault("NCCL_PROTO", "LL")\n')
+    python = str(env / 'bin' / 'python3')
+    status, result, stderr = run_module({'python': python, 'nvidia_smi': str(tmp_path / 'none')})
+    assert status == 'SUCCESS'
+    py = result['ansible_facts']['inferops_sglang']['python']
+    assert py['executable'] == python  # not resolved to the base interpreter
+    assert os.path.islink(python)
+    assert py['bin_dir'] == str(env / 'bin')
+    assert py['is_venv'] is True
+    assert py['prefix'] == str(env)
+    assert py['base_prefix'] == sys.base_prefix
+    assert site in py['site_packages']
+    assert py['sglang_version'] == '0.5.9'
+    assert py['sitecustomize']['imported'] is True
+    assert py['sitecustomize']['path'] == os.path.join(site, 'sitecustomize.py')
+    assert py['sitecustomize']['is_link'] is False
+    assert py['sitecustomize']['error'] is None
+
+    # a sitecustomize that raises: not imported, the error is reported
+    with open(os.path.join(site, 'sitecustomize.py'), 'w') as f:
+        f.write('import os\nraise KeyError("NCCL_ALGO")\n')
+    status, result, stderr = run_module({'python': python, 'nvidia_smi': str(tmp_path / 'none')})
+    sc = result['ansible_facts']['inferops_sglang']['python']['sitecustomize']
+    assert status == 'SUCCESS'
+    assert sc['imported'] is False
+    assert 'Error in sitecustomize' in sc['error'] and 'NCCL_ALGO' in sc['error']
+
+
+def run_in_process(monkeypatch, capsys, tmp_path, args):
+    """Run host_facts.main() in this process on a fake /proc, /run and /etc."""
+    monkeypatch.setattr(host_facts, 'PROC', str(tmp_path / 'proc'))
+    monkeypatch.setattr(host_facts, 'RUN', str(tmp_path / 'run'))
+    monkeypatch.setattr(host_facts, 'ETC', str(tmp_path / 'etc'))
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exc:
+            host_facts.main()
+    assert exc.value.code == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def make_fake_host(tmp_path, pid1_comm, pid1_cmdline):
+    proc = tmp_path / 'proc'
+    for pid, comm, cmdline in ((1, pid1_comm, pid1_cmdline),
+                               (812, 'python3', ['/root/ml-env/bin/python3', '-m', 'sglang.launch_server'])):
+        d = proc / str(pid)
+        (d / 'fd').mkdir(parents=True)
+        (d / 'comm').write_text(comm + '\n')
+        (d / 'cmdline').write_text('\0'.join(cmdline) + '\0')
+    os.symlink('socket:[51234]', str(proc / '812' / 'fd' / '7'))
+    (proc / 'net').mkdir()
+    (proc / 'net' / 'tcp').write_text(
+        '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n'
+        '   0: 0100007F:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 51234 1 0 100 0 0 10 0\n')
+    (tmp_path / 'run' / 'systemd' / 'system').mkdir(parents=True)  # left behind: systemd is installed
+    conf = tmp_path / 'etc' / 'supervisor' / 'conf.d'
+    conf.mkdir(parents=True)
+    (tmp_path / 'etc' / 'supervisor' / 'supervisord.conf').write_text('[supervisord]\n')
+    (conf / 'sglang.conf').write_text('[program:sglang]\ncommand=/root/ml-env/bin/python3\n')
+
+
+@pytest.mark.parametrize('comm,cmdline', [('sleep', ['sleep', 'infinity']), ('bash', ['/bin/bash'])])
+def test_c11_pid1_not_systemd_in_process(monkeypatch, capsys, tmp_path, comm, cmdline):
+    make_fake_host(tmp_path, comm, cmdline)
+    result = run_in_process(monkeypatch, capsys, tmp_path, {'nvidia_smi': str(tmp_path / 'none')})
+    assert result['changed'] is False
+    facts = result['ansible_facts']['inferops_sglang']
+    check_shape(facts)
+    assert facts['init']['system'] == 'other'
+    assert facts['init']['pid1'] == comm
+    assert facts['init']['pid1_cmdline'] == cmdline
+    assert facts['init']['systemd_booted'] is True
+    assert facts['units'] == []
+    assert facts['listeners'] == [{'proto': 'tcp', 'host': '127.0.0.1', 'port': 30000, 'inode': 51234,
+                                   'pid': 812, 'process': 'python3'}]
+    assert facts['supervisor']['programs'] == ['sglang']
+    assert facts['supervisor']['installed'] is True
+    assert facts['supervisor']['running'] is False
