@@ -26,7 +26,8 @@ COLLECTIONS_PATH = os.environ.get('ANSIBLE_COLLECTIONS_PATH') or os.path.abspath
     os.path.join(os.path.dirname(host_facts.__file__), '..', '..', '..', '..', '..'))
 
 FACT_KEYS = {'init', 'python', 'gpus', 'gpu_count', 'driver_version', 'cuda_driver_version', 'interconnect',
-             'topology', 'gpu_processes', 'nvidia_smi', 'cuda', 'listeners', 'units', 'supervisor'}
+             'topology', 'gpu_processes', 'nvidia_smi', 'cuda', 'listeners', 'units', 'supervisor',
+             'servers', 'strays', 'endpoint'}
 INIT_KEYS = {'system', 'pid1', 'pid1_cmdline', 'systemd_booted', 'systemd_version', 'container', 'cron_running'}
 PYTHON_KEYS = {'executable', 'exists', 'version', 'prefix', 'base_prefix', 'is_venv', 'bin_dir', 'site_packages',
                'sitecustomize', 'sglang_version'}
@@ -358,3 +359,47 @@ def test_c11_pid1_not_systemd_in_process(monkeypatch, capsys, tmp_path, comm, cm
     assert facts['supervisor']['programs'] == ['sglang']
     assert facts['supervisor']['installed'] is True
     assert facts['supervisor']['running'] is False
+
+
+# ---- the endpoint probe -------------------------------------------------------------------------
+
+def _serve(status):
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(status if self.path == '/health' else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(('127.0.0.1', 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize('status', [200, 503])
+def test_probe_endpoint_reports_the_health_status(status):
+    from ansible_collections.inferops.sglang.plugins.modules.host_facts import probe_endpoint
+    server = _serve(status)
+    try:
+        result = probe_endpoint('127.0.0.1', server.server_address[1], 5)
+    finally:
+        server.shutdown()
+    assert result['listening'] is True
+    assert result['health_status'] == status
+    assert result['seconds'] is not None
+
+
+def test_probe_endpoint_on_a_closed_port():
+    import socket
+    from ansible_collections.inferops.sglang.plugins.modules.host_facts import probe_endpoint
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    result = probe_endpoint('0.0.0.0', port, 2)
+    assert result['listening'] is False and result['health_status'] is None
+    assert result['error']

@@ -1,0 +1,83 @@
+"""SGLang test double: a standard-library impersonation of an SGLang 0.5.9 server.
+
+Entry points, as in SGLang: ``python -m sglang.launch_server [flags]`` and
+``sglang serve [flags]`` (console script calling ``sglang.cli:main``). The
+flags come from ``sglang.srt.server_args.ServerArgs.add_cli_args`` (spelled,
+typed and defaulted as in 0.5.9; an unknown flag is an argparse error, exit 2).
+
+Process tree (multiprocessing "spawn"; children retitle their argv area so
+``/proc/<pid>/cmdline`` reads the title, and set ``/proc/<pid>/comm``):
+
+* the launcher keeps its own command line and serves HTTP;
+* ``sglang::scheduler[_DP<d>][_PP<p>][_TP<t>][_EP<e>]`` one per GPU rank, a part
+  only when that size is > 1 (SGLang's rule: tp=1 gives ``sglang::scheduler``,
+  tp=2 ``sglang::scheduler_TP0``/``_TP1``, dp=2 tp=2 with dp attention and
+  ep=2 ``sglang::scheduler_DP0_TP0_EP0``/``sglang::scheduler_DP1_TP1_EP1``);
+* ``sglang::data_parallel_controller`` between the launcher and the schedulers
+  when dp > 1;
+* ``sglang::detokenizer`` (not on nodes with --node-rank >= 1);
+* multiprocessing's resource tracker (also present under real SGLang).
+
+With dp == 1 the schedulers die with the launcher (PR_SET_PDEATHSIG SIGKILL);
+with dp > 1 they do not (field case C01; ``SGLANG_DOUBLE_DP_PDEATHSIG=1``
+restores the death signal). The controller and the detokenizer always have it.
+
+Each scheduler holds ``flock(LOCK_EX|LOCK_NB)`` on
+``$SGLANG_DOUBLE_GPU_DIR/nvidia<gpu id>`` for its life (creating the file if
+missing): a second server on the same GPUs fails with
+``torch.OutOfMemoryError: CUDA out of memory. ... GPU <id> ...``. While loading,
+every scheduler runs ``ninja --version`` (through PATH) and
+``$CUDA_HOME/bin/nvcc --version`` (CUDA home found as torch does: CUDA_HOME,
+CUDA_PATH, nvcc on PATH, /usr/local/cuda); a missing or failing tool fails the
+load. Schedulers report their tool results to the launcher, which records them.
+
+Environment knobs:
+
+=================================  ==========  =================================================
+SGLANG_DOUBLE_LOAD_SECONDS         3           model load; the port stays closed meanwhile
+SGLANG_DOUBLE_WARMUP_SECONDS       1           port open, /health 503, then ready
+SGLANG_DOUBLE_HEALTH_DELAY         0.05        time /health takes once ready (C04 uses 1.2)
+SGLANG_DOUBLE_HEALTH_TIMEOUT       20          /health wait before 503 when a scheduler died
+SGLANG_DOUBLE_GENERATE_SECONDS     0.05        time one completion takes
+SGLANG_DOUBLE_DRAIN_SECONDS        5           SIGTERM: longest wait for in-flight requests
+SGLANG_DOUBLE_REQUIRE_TOOLS        1           0 skips the ninja/nvcc checks
+SGLANG_DOUBLE_STATE_DIR            /run/sglang-double   state files <dir>/<port>/<role>.json
+SGLANG_DOUBLE_GPU_DIR              /dev        where nvidia<N> stand-in device files live
+SGLANG_DOUBLE_GPU_MEM_GIB          95.59       GPU size quoted in the OOM message
+SGLANG_DOUBLE_DP_PDEATHSIG         0           1: dp schedulers die with their controller
+SGLANG_DOUBLE_EXIT_STYLE           clean       "sglang": end as 0.5.9 does, with SIGKILL to
+                                               the tree and to the launcher itself
+SGLANG_DOUBLE_FAIL                 (none)      comma-separated failure modes, below
+=================================  ==========  =================================================
+
+Failure modes (``SGLANG_DOUBLE_FAIL``):
+
+``crash_during_load``
+    halfway through the load the launcher logs a traceback
+    (``SimulatedCrash: ...``), kills its children and exits 1; the port never opens.
+``never_healthy``
+    the port opens and /v1/models answers, but /health stays 503 forever and
+    "The server is fired up and ready to roll!" is never logged.
+``child_ignores_sigterm``
+    the first scheduler (TP0 of DP0) ignores SIGTERM and has no parent-death
+    signal: only SIGKILL ends it (the launcher's shutdown does so after 2 s;
+    killing the launcher with SIGKILL leaves it running).
+``health_500``
+    once ready, /health and /health_generate answer 500.
+
+Signals: SIGTERM or SIGINT to the launcher stops new work (/health and new
+generations answer 503), waits for in-flight requests (at most
+SGLANG_DOUBLE_DRAIN_SECONDS), closes the port, sends SIGTERM to every
+descendant, SIGKILL after 2 s, and exits 0. A child that fails sends SIGQUIT to
+its parent (as SGLang's do); the launcher then kills the tree and exits 1.
+
+State files: every process writes ``<state dir>/<port>/<role>.json`` (roles
+``main``, ``data_parallel_controller``, ``scheduler_TP0``, ``scheduler_DP1_TP1``,
+``detokenizer``, ...) with pid, ppid, title, comm, argv (as exec'd), environ,
+cwd, started_at and role details; ``main.json`` also has ``phase`` and
+``tool_checks`` (what ninja/nvcc ran and printed).
+"""
+
+from sglang.version import __version__
+
+__all__ = ["__version__"]

@@ -1,0 +1,1 @@
+"""SGLang runtime (test double)."""

@@ -1,0 +1,1 @@
+"""Entry points of the SGLang test double."""

@@ -1,0 +1,765 @@
+"""The launcher (main process) and HTTP server of the SGLang test double.
+
+``launch_server(server_args)`` is what ``python -m sglang.launch_server`` and
+``sglang serve`` run: check the model path, start the schedulers (or the data
+parallel controller) and the detokenizer with multiprocessing "spawn", wait
+for the simulated model load, then serve SGLang's HTTP API with
+``http.server.ThreadingHTTPServer``. See the package docstring of ``sglang``
+for the knobs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import multiprocessing as mp
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import unquote, urlsplit
+
+from sglang.srt.managers.data_parallel_controller import run_data_parallel_controller_process
+from sglang.srt.managers.detokenizer_manager import run_detokenizer_process
+from sglang.srt.managers.scheduler import (
+    LaunchAbortedError,
+    SchedulerDeadError,
+    plan_tp_group,
+    run_scheduler_process,
+    wait_for_scheduler_ready,
+)
+from sglang.srt.utils.common import (
+    KNOWN_FAIL_MODES,
+    access_logger,
+    configure_logger,
+    descendants,
+    env_float,
+    fail_modes,
+    kill_pids,
+    pid_alive,
+    read_cmdline,
+    reap_children,
+    terminate_pids,
+    uvicorn_logger,
+    write_state,
+)
+from sglang.version import __version__
+
+logger = logging.getLogger(__name__)
+
+CANNED_TOKENS = ["Hello", " from", " the", " SG", "Lang", " test", " double", "."]
+CANNED_TEXT = "".join(CANNED_TOKENS)  # "Hello from the SGLang test double."
+
+
+class SimulatedCrash(RuntimeError):
+    """Raised by SGLANG_DOUBLE_FAIL=crash_during_load."""
+
+
+# --------------------------------------------------------------------------- model check
+def check_model_dir(path: str, what: str = "model") -> Dict[str, Any]:
+    """Load ``config.json`` like transformers' AutoConfig would, with its errors."""
+    if not os.path.isdir(path):
+        raise OSError(
+            "Incorrect path_or_model_id: '%s'. Please provide either the path to a local folder "
+            "or the repo_id of a model on the Hub. (%s path of the SGLang test double; it cannot "
+            "download models)" % (path, what)
+        )
+    config_path = os.path.join(path, "config.json")
+    if not os.path.isfile(config_path):
+        raise OSError(
+            "%s does not appear to have a file named config.json. Checkout "
+            "'https://huggingface.co/%s/tree/None' for available files." % (path, path)
+        )
+    try:
+        with open(config_path) as f:
+            config = json.load(f)
+    except ValueError as exc:
+        raise OSError(
+            "It looks like the config file at '%s' is not a valid JSON file. (%s)" % (config_path, exc)
+        )
+    if not isinstance(config, dict):
+        raise OSError("The config file at '%s' does not hold a JSON object." % config_path)
+    return config
+
+
+# --------------------------------------------------------------------------- shared state
+class ServerState:
+    """What the HTTP threads and the main thread share."""
+
+    def __init__(self, server_args, model_config: Dict[str, Any], scheduler_infos: List[Dict[str, Any]]):
+        self.server_args = server_args
+        self.model_config = model_config
+        self.scheduler_infos = scheduler_infos
+        self.lock = threading.Lock()
+        self.ready = False
+        self.draining = False
+        self.dead_schedulers: List[int] = []
+        self.inflight = [0] * max(server_args.dp_size, 1)
+        self.inflight_tokens = [0] * max(server_args.dp_size, 1)
+        self._next_dp = itertools.cycle(range(max(server_args.dp_size, 1)))
+        self.created = int(time.time())
+        self.modes = fail_modes()
+        self.health_delay = env_float("SGLANG_DOUBLE_HEALTH_DELAY", 0.05)
+        self.health_timeout = env_float("SGLANG_DOUBLE_HEALTH_TIMEOUT", 20.0)
+        self.generate_seconds = env_float("SGLANG_DOUBLE_GENERATE_SECONDS", 0.05)
+        self.context_len = (
+            server_args.context_length
+            or model_config.get("max_position_embeddings")
+            or 131072
+        )
+
+    def begin_request(self, tokens: int) -> Optional[int]:
+        with self.lock:
+            if self.draining or not self.ready:
+                return None
+            dp = next(self._next_dp)
+            self.inflight[dp] += 1
+            self.inflight_tokens[dp] += tokens
+            return dp
+
+    def end_request(self, dp: int, tokens: int) -> None:
+        with self.lock:
+            self.inflight[dp] -= 1
+            self.inflight_tokens[dp] -= tokens
+
+    def total_inflight(self) -> int:
+        with self.lock:
+            return sum(self.inflight)
+
+    def loads(self) -> List[Dict[str, Any]]:
+        cap = self.server_args.max_running_requests or 2048
+        with self.lock:
+            return [
+                {
+                    "dp_rank": dp,
+                    "num_reqs": min(n, cap),
+                    "num_waiting_reqs": max(n - cap, 0),
+                    "num_tokens": self.inflight_tokens[dp],
+                }
+                for dp, n in enumerate(self.inflight)
+            ]
+
+
+# --------------------------------------------------------------------------- HTTP
+def _count_tokens(text: Any) -> int:
+    if isinstance(text, list):
+        return sum(_count_tokens(t) for t in text)
+    if isinstance(text, dict):
+        return _count_tokens(text.get("text") or text.get("content") or "")
+    return max(len(str(text).split()), 1)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "uvicorn"
+    sys_version = ""
+
+    # ---- plumbing
+    @property
+    def st(self) -> ServerState:
+        return self.server.double_state  # type: ignore[attr-defined]
+
+    def log_request(self, code: Any = "-", size: Any = "-") -> None:
+        if not getattr(self.server, "access_log", True):
+            return
+        try:
+            phrase = self.responses[int(code)][0]
+        except (KeyError, ValueError, TypeError):
+            phrase = ""
+        access_logger().info(
+            '%s:%s - "%s" %s %s', self.client_address[0], self.client_address[1],
+            self.requestline, code, phrase,
+        )
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        uvicorn_logger().warning(format % args)
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _send(self, status: int, body: bytes = b"", content_type: Optional[str] = None,
+              extra_headers: Optional[Dict[str, str]] = None) -> None:
+        self.send_response(status)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (extra_headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if body and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, status: int, obj: Any) -> None:
+        self._send(status, json.dumps(obj).encode(), "application/json")
+
+    def _openai_error(self, status: int, message: str, kind: str) -> None:
+        self._json(status, {"object": "error", "message": message, "type": kind, "param": None, "code": status})
+
+    # ---- dispatch
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def _routes(self) -> Dict[str, Tuple[str, Any]]:
+        return {
+            "/health": ("GET", self.health),
+            "/health_generate": ("GET", self.health),
+            "/v1/models": ("GET", self.models),
+            "/get_server_info": ("GET", self.server_info),
+            "/server_info": ("GET", self.server_info),
+            "/get_model_info": ("GET", self.model_info),
+            "/model_info": ("GET", self.model_info),
+            "/get_load": ("GET", self.get_load),
+            "/metrics": ("GET", self.metrics),
+            "/generate": ("POST", self.generate),
+            "/v1/chat/completions": ("POST", self.chat_completions),
+            "/v1/completions": ("POST", self.completions),
+        }
+
+    def _dispatch(self, method: str) -> None:
+        path = urlsplit(self.path).path
+        body = self._read_body()
+        if not self._authorized(path):
+            self._json(401, {"error": "Unauthorized"})
+            return
+        routes = self._routes()
+        if path in routes and not (path == "/metrics" and not self.st.server_args.enable_metrics):
+            allowed, handler = routes[path]
+            if method != allowed:
+                self._json(405, {"detail": "Method Not Allowed"})
+                return
+            handler(body)
+            return
+        if path.startswith("/v1/models/") and method == "GET":
+            self.retrieve_model(unquote(path[len("/v1/models/"):]))
+            return
+        self._json(404, {"detail": "Not Found"})
+
+    def _authorized(self, path: str) -> bool:
+        key = self.st.server_args.api_key
+        if not key or path.startswith("/health") or path.startswith("/metrics"):
+            return True
+        parts = (self.headers.get("Authorization") or "").split(" ", 1)
+        return len(parts) == 2 and parts[0].lower() == "bearer" and parts[1] == key
+
+    # ---- endpoints
+    def health(self, _body: bytes) -> None:
+        st = self.st
+        if st.draining or not st.ready:
+            self._send(503)
+            return
+        if st.dead_schedulers:
+            time.sleep(st.health_timeout)
+            logger.error(
+                "Health check failed. Server couldn't get a response from detokenizer for last "
+                "%d seconds.", int(st.health_timeout)
+            )
+            self._send(503)
+            return
+        time.sleep(st.health_delay)
+        self._send(500 if "health_500" in st.modes else 200)
+
+    def _model_card(self, name: str) -> Dict[str, Any]:
+        return {"id": name, "object": "model", "created": self.st.created, "owned_by": "sglang",
+                "root": name, "parent": None, "max_model_len": self.st.context_len}
+
+    def models(self, _body: bytes) -> None:
+        self._json(200, {"object": "list", "data": [self._model_card(self.st.server_args.served_model_name)]})
+
+    def retrieve_model(self, name: str) -> None:
+        if name != self.st.server_args.served_model_name:
+            self._json(404, {"error": {"message": "The model '%s' does not exist" % name,
+                                       "type": "invalid_request_error", "param": "model",
+                                       "code": "model_not_found"}})
+            return
+        self._json(200, self._model_card(name))
+
+    def server_info(self, _body: bytes) -> None:
+        st = self.st
+        info = dict(st.server_args.asdict())
+        first = st.scheduler_infos[0] if st.scheduler_infos else {}
+        info["max_total_num_tokens"] = first.get("max_total_num_tokens")
+        info["max_req_input_len"] = first.get("max_req_input_len")
+        info["internal_states"] = [
+            {"dp_rank": load["dp_rank"], "last_gen_throughput": 0.0, "num_running_reqs": load["num_reqs"]}
+            for load in st.loads()
+        ]
+        info["version"] = __version__
+        self._json(200, info)
+
+    def model_info(self, _body: bytes) -> None:
+        sa, cfg = self.st.server_args, self.st.model_config
+        self._json(200, {
+            "model_path": sa.model_path,
+            "tokenizer_path": sa.tokenizer_path,
+            "is_generation": not sa.is_embedding,
+            "preferred_sampling_params": sa.preferred_sampling_params,
+            "weight_version": sa.weight_version,
+            "has_image_understanding": False,
+            "has_audio_understanding": False,
+            "model_type": cfg.get("model_type"),
+            "architectures": cfg.get("architectures"),
+        })
+
+    def get_load(self, _body: bytes) -> None:
+        self._json(200, self.st.loads())
+
+    def metrics(self, _body: bytes) -> None:
+        name = self.st.server_args.served_model_name
+        lines = []
+        for load in self.st.loads():
+            labels = 'model_name="%s",engine_type="unified",tp_rank="0",pp_rank="0",dp_rank="%d"' % (name, load["dp_rank"])
+            lines.append("sglang:num_running_reqs{%s} %d" % (labels, load["num_reqs"]))
+            lines.append("sglang:num_queue_reqs{%s} %d" % (labels, load["num_waiting_reqs"]))
+        self._send(200, ("\n".join(lines) + "\n").encode(), "text/plain; version=0.0.4; charset=utf-8")
+
+    # ---- generation
+    def _parse_json(self, body: bytes) -> Optional[Dict[str, Any]]:
+        try:
+            data = json.loads(body.decode("utf-8") or "null")
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            self._openai_error(400, "The request body must be a JSON object.", "BadRequestError")
+            return None
+        return data
+
+    def _run_generation(self, prompt_tokens: int) -> bool:
+        dp = self.st.begin_request(prompt_tokens)
+        if dp is None:
+            msg = "The server is shutting down." if self.st.draining else "The server is not ready yet (still warming up)."
+            self._openai_error(503, msg, "ServiceUnavailableError")
+            return False
+        try:
+            time.sleep(self.st.generate_seconds)
+        finally:
+            self.st.end_request(dp, prompt_tokens)
+        return True
+
+    @staticmethod
+    def _answer(max_tokens: Any) -> Tuple[str, int, str]:
+        limit = len(CANNED_TOKENS)
+        if isinstance(max_tokens, int) and max_tokens >= 0:
+            limit = min(limit, max_tokens)
+        finish = "stop" if limit == len(CANNED_TOKENS) else "length"
+        return "".join(CANNED_TOKENS[:limit]), limit, finish
+
+    def generate(self, body: bytes) -> None:
+        req = self._parse_json(body)
+        if req is None:
+            return
+        texts = req.get("text", req.get("input_ids", ""))
+        batch = isinstance(texts, list) and texts and not isinstance(texts[0], int)
+        items = texts if batch else [texts]
+        prompt_tokens = [len(t) if isinstance(t, list) else _count_tokens(t) for t in items]
+        params = req.get("sampling_params") or {}
+        if isinstance(params, list):
+            params = params[0] if params else {}
+        started = time.time()
+        if not self._run_generation(sum(prompt_tokens)):
+            return
+        text, n, finish = self._answer(params.get("max_new_tokens", 128))
+        finish_reason = {"type": "stop", "matched": 151645} if finish == "stop" else {"type": "length", "length": n}
+        results = [
+            {
+                "text": text,
+                "output_ids": list(range(1000, 1000 + n)),
+                "meta_info": {
+                    "id": uuid.uuid4().hex,
+                    "finish_reason": finish_reason,
+                    "prompt_tokens": p,
+                    "weight_version": self.st.server_args.weight_version,
+                    "completion_tokens": n,
+                    "cached_tokens": 0,
+                    "e2e_latency": round(time.time() - started, 4),
+                },
+            }
+            for p in prompt_tokens
+        ]
+        self._json(200, results if batch else results[0])
+
+    def chat_completions(self, body: bytes) -> None:
+        req = self._parse_json(body)
+        if req is None:
+            return
+        messages = req.get("messages")
+        if not isinstance(messages, list) or not messages:
+            self._openai_error(400, "messages must be a non-empty list", "BadRequestError")
+            return
+        prompt = sum(_count_tokens(m.get("content", "") if isinstance(m, dict) else m) + 4 for m in messages)
+        self._complete(req, prompt, chat=True)
+
+    def completions(self, body: bytes) -> None:
+        req = self._parse_json(body)
+        if req is None:
+            return
+        if "prompt" not in req:
+            self._openai_error(400, "prompt is required", "BadRequestError")
+            return
+        self._complete(req, _count_tokens(req["prompt"]), chat=False)
+
+    def _complete(self, req: Dict[str, Any], prompt_tokens: int, chat: bool) -> None:
+        if not self._run_generation(prompt_tokens):
+            return
+        max_tokens = req.get("max_completion_tokens", req.get("max_tokens"))
+        text, n, finish = self._answer(max_tokens)
+        rid = uuid.uuid4().hex
+        model = req.get("model") or self.st.server_args.served_model_name
+        usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + n,
+                 "completion_tokens": n, "prompt_tokens_details": None}
+        obj = "chat.completion" if chat else "text_completion"
+        if req.get("stream"):
+            self._stream(rid, model, text, n, finish, usage, chat,
+                         bool((req.get("stream_options") or {}).get("include_usage")))
+            return
+        if chat:
+            choice = {"index": 0, "message": {"role": "assistant", "content": text,
+                                              "reasoning_content": None, "tool_calls": None},
+                      "logprobs": None, "finish_reason": finish, "matched_stop": None}
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish, "matched_stop": None}
+        self._json(200, {"id": rid, "object": obj, "created": int(time.time()), "model": model,
+                         "choices": [choice], "usage": usage})
+
+    def _stream(self, rid: str, model: str, text: str, n: int, finish: str,
+                usage: Dict[str, Any], chat: bool, include_usage: bool) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        obj = "chat.completion.chunk" if chat else "text_completion"
+        pieces = CANNED_TOKENS[:n]
+
+        def emit(payload: Dict[str, Any]) -> None:
+            base = {"id": rid, "object": obj, "created": int(time.time()), "model": model}
+            base.update(payload)
+            self.wfile.write(b"data: " + json.dumps(base).encode() + b"\n\n")
+
+        for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
+            if chat:
+                delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
+                choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish if last else None}
+            else:
+                choice = {"index": 0, "text": piece, "logprobs": None, "finish_reason": finish if last else None}
+            emit({"choices": [choice], "usage": None})
+        if include_usage:
+            emit({"choices": [], "usage": usage})
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+class _DummyHealthHandler(_Handler):
+    """Non-zero node ranks: /health and /health_generate answer 200, nothing else."""
+
+    def _dispatch(self, method: str) -> None:
+        path = urlsplit(self.path).path
+        self._read_body()
+        if path in ("/health", "/health_generate") and method == "GET":
+            self._send(200)
+            return
+        self._json(404, {"detail": "Not Found"})
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 2048
+
+
+def _make_httpd(host: str, port: int, handler, state: ServerState) -> _HTTPServer:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    class _Server(_HTTPServer):
+        address_family = family
+
+    httpd = _Server((host, port), handler)
+    httpd.double_state = state  # type: ignore[attr-defined]
+    level = (state.server_args.log_level_http or state.server_args.log_level or "info").lower()
+    httpd.access_log = level in ("debug", "info", "trace")  # type: ignore[attr-defined]
+    return httpd
+
+
+# --------------------------------------------------------------------------- launcher
+class _Launcher:
+    def __init__(self, server_args):
+        self.sa = server_args
+        self.t0 = time.time()
+        self.argv = read_cmdline()
+        self.modes = fail_modes()
+        self.exit_style = (os.environ.get("SGLANG_DOUBLE_EXIT_STYLE") or "clean").strip().lower()
+        self.stop_signal: Optional[int] = None
+        self.quit_received = False
+        self.procs: List[Any] = []
+        self.known_pids: List[int] = []
+        self.scheduler_pids: List[int] = []
+        self.state_extra: Dict[str, Any] = {}
+
+    # ---- helpers
+    def _on_stop(self, signum, _frame) -> None:
+        if self.stop_signal is None:
+            self.stop_signal = signum
+
+    def _on_quit(self, _signum, _frame) -> None:
+        self.quit_received = True
+
+    def record(self, **extra: Any) -> None:
+        self.state_extra.update(extra)
+        write_state(self.sa.port, "main", self.state_extra, argv=self.argv)
+
+    def tree(self) -> List[int]:
+        pids = descendants(os.getpid())
+        for pid in self.known_pids + self.scheduler_pids:
+            if pid not in pids and pid_alive(pid):
+                pids.append(pid)
+        return pids
+
+    @staticmethod
+    def terminate_tree(pids: List[int]) -> List[int]:
+        """SIGTERM, 2 s grace, SIGKILL; returns the pids that needed SIGKILL.
+
+        multiprocessing's resource tracker ignores SIGTERM by design, so it is
+        SIGKILLed at once (as SGLang's kill_process_tree does with everything).
+        """
+        trackers = [p for p in pids if "multiprocessing.resource_tracker" in " ".join(read_cmdline(p))]
+        killed = terminate_pids([p for p in pids if p not in trackers], grace=2.0)
+        kill_pids(trackers)
+        return killed
+
+    def exit(self, code: int, kill_self: bool = False) -> None:
+        """Leave without multiprocessing's atexit joins; SIGKILL self in sglang exit style."""
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        if kill_self and self.exit_style == "sglang":
+            os.kill(os.getpid(), signal.SIGKILL)
+        os._exit(code)
+
+    def fail(self, code: int = 1) -> None:
+        """A child failed or the load crashed: kill the whole tree (SGLang's kill_process_tree)."""
+        kill_pids(self.tree())
+        self.record(phase="failed")
+        self.exit(code, kill_self=self.quit_received)
+
+    # ---- phases
+    def run(self) -> None:
+        sa = self.sa
+        configure_logger(sa.log_level)
+        unknown = sorted(self.modes - set(KNOWN_FAIL_MODES))
+        if unknown:
+            logger.warning("Unknown SGLANG_DOUBLE_FAIL mode(s) ignored: %s", ", ".join(unknown))
+        logger.info("server_args=%r", sa)
+        model_config = check_model_dir(sa.model_path)
+        if sa.speculative_draft_model_path:
+            check_model_dir(sa.speculative_draft_model_path, what="speculative draft model")
+        signal.signal(signal.SIGTERM, self._on_stop)
+        signal.signal(signal.SIGINT, self._on_stop)
+        signal.signal(signal.SIGQUIT, self._on_quit)
+        self.record(phase="loading", port=sa.port, host=sa.host, version=__version__,
+                    fail_modes=sorted(self.modes), exit_style=self.exit_style,
+                    server_args=sa.asdict())
+
+        infos = self.launch_children()
+        tool_checks = {i["role"]: i.get("tool_checks") for i in infos}
+        first = infos[0].get("tool_checks") if infos else None
+        self.scheduler_pids = [i["pid"] for i in infos]
+        self.record(phase="loaded", tool_checks=first, tool_checks_by_role=tool_checks,
+                    schedulers=[{"role": i["role"], "pid": i["pid"], "gpu_id": i["gpu_id"]} for i in infos])
+        state = ServerState(sa, model_config, infos)
+        if sa.node_rank >= 1:
+            self.serve(state, _DummyHealthHandler, dummy=True)
+        else:
+            self.serve(state, _Handler, dummy=False)
+
+    def launch_children(self) -> List[Dict[str, Any]]:
+        sa = self.sa
+        ctx = mp.get_context("spawn")
+        readers = []
+        if sa.dp_size == 1:
+            for rank in plan_tp_group(sa, 0, None):
+                reader, writer = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=run_scheduler_process,
+                                   args=(sa, rank, self.t0, writer, {"pdeathsig": True}))
+                proc.start()
+                writer.close()
+                self.procs.append(proc)
+                readers.append(reader)
+        else:
+            reader, writer = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=run_data_parallel_controller_process, args=(sa, self.t0, writer))
+            proc.start()
+            writer.close()
+            self.procs.append(proc)
+            readers.append(reader)
+            self.state_extra["controller_pid"] = proc.pid
+        waiting_procs = list(self.procs)
+        if sa.node_rank == 0:
+            detok = ctx.Process(target=run_detokenizer_process, args=(sa,))
+            detok.start()
+            self.procs.append(detok)
+            self.state_extra["detokenizer_pid"] = detok.pid
+        self.known_pids = [p.pid for p in self.procs]
+        self.record(children=self.known_pids)
+
+        crash_at = self.t0 + env_float("SGLANG_DOUBLE_LOAD_SECONDS", 3.0) / 2
+        try:
+            if "crash_during_load" in self.modes:
+                def abort_check() -> Optional[str]:
+                    if time.time() >= crash_at:
+                        raise SimulatedCrash(
+                            "SGLANG_DOUBLE_FAIL=crash_during_load: simulated crash while loading "
+                            "the model weights"
+                        )
+                    return self._abort_reason()
+            else:
+                abort_check = self._abort_reason
+            infos = wait_for_scheduler_ready(readers, waiting_procs, abort_check)
+        except LaunchAbortedError as exc:
+            if self.quit_received:
+                logger.error("Received sigquit from a child process. It usually means the child failed.")
+                self.fail(1)
+            self.stop_during_load(str(exc))
+        except SchedulerDeadError as exc:
+            if self.quit_received:
+                logger.error("Received sigquit from a child process. It usually means the child failed.")
+            logger.error("Rank %d scheduler is dead. Please check if there are relevant logs.", exc.index)
+            logger.error("Exit code: %s", exc.exitcode)
+            logger.error("%s", traceback.format_exc().rstrip())
+            self.fail(1)
+        except SimulatedCrash:
+            logger.error("%s", traceback.format_exc().rstrip())
+            self.fail(1)
+        infos_flat: List[Dict[str, Any]] = []
+        for info in infos:
+            infos_flat.extend(info.get("schedulers", [info]))
+        return infos_flat
+
+    def _abort_reason(self) -> Optional[str]:
+        if self.quit_received:
+            return "SIGQUIT from a child process"
+        if self.stop_signal is not None:
+            return "signal %d" % self.stop_signal
+        return None
+
+    def stop_during_load(self, reason: str) -> None:
+        logger.info("Received %s while loading; stopping.", reason)
+        self.terminate_tree(self.tree())
+        self.record(phase="stopped")
+        if self.exit_style == "sglang" and self.stop_signal is not None:
+            logging.shutdown()
+            signal.signal(self.stop_signal, signal.SIG_DFL)
+            os.kill(os.getpid(), self.stop_signal)
+            time.sleep(1)
+        self.exit(0)
+
+    def serve(self, state: ServerState, handler, dummy: bool) -> None:
+        sa = self.sa
+        ulog = uvicorn_logger()
+        try:
+            httpd = _make_httpd(sa.host, sa.port, handler, state)
+        except OSError as exc:
+            ulog.error("[Errno %s] error while attempting to bind on address (%r, %d): %s",
+                       exc.errno, sa.host, sa.port, (exc.strerror or str(exc)).lower())
+            self.fail(3)
+            return
+        except (OverflowError, ValueError) as exc:
+            ulog.error("error while attempting to bind on address (%r, %d): %s", sa.host, sa.port, exc)
+            self.fail(3)
+            return
+        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                  name="http", daemon=True)
+        thread.start()
+        ulog.info("Started server process [%d]", os.getpid())
+        ulog.info("Waiting for application startup.")
+        ulog.info("Application startup complete.")
+        ulog.info("Uvicorn running on %s (Press CTRL+C to quit)", sa.url())
+        ready_at = time.time() + env_float("SGLANG_DOUBLE_WARMUP_SECONDS", 1.0)
+        if dummy:
+            state.ready = True
+            self.record(phase="ready")
+        else:
+            self.record(phase="warmup")
+        next_check = 0.0
+        while self.stop_signal is None:
+            if self.quit_received:
+                logger.error("SIGQUIT received. It usually means one child failed.")
+                self.fail(1)
+            now = time.time()
+            if not state.ready and now >= ready_at and "never_healthy" not in self.modes:
+                state.ready = True
+                self.record(phase="ready")
+                logger.info("The server is fired up and ready to roll!")
+            if now >= next_check:
+                next_check = now + 0.2
+                reap_children()
+                dead = [p for p in self.scheduler_pids if not pid_alive(p)]
+                if dead != state.dead_schedulers:
+                    state.dead_schedulers = dead
+                    self.record(dead_schedulers=dead)
+            time.sleep(0.05)
+        self.shutdown(httpd, state)
+
+    def shutdown(self, httpd: _HTTPServer, state: ServerState) -> None:
+        with state.lock:
+            state.draining = True
+        self.record(phase="draining")
+        drain = env_float("SGLANG_DOUBLE_DRAIN_SECONDS", 5.0)
+        deadline = time.time() + drain
+        remaining = state.total_inflight()
+        logger.info("Gracefully exiting... Remaining number of requests %d.", remaining)
+        last_log = time.time()
+        while remaining and time.time() < deadline:
+            time.sleep(0.02)
+            remaining = state.total_inflight()
+            if time.time() - last_log >= 1.0:
+                logger.info("Gracefully exiting... Remaining number of requests %d.", remaining)
+                last_log = time.time()
+        if remaining:
+            logger.warning("Drain timeout (%.1f s) reached with %d request(s) in flight.", drain, remaining)
+        httpd.shutdown()
+        httpd.server_close()
+        pids = self.tree()
+        if self.exit_style == "sglang":
+            kill_pids(pids)
+            self.record(phase="stopped")
+            self.exit(0, kill_self=True)
+        killed = self.terminate_tree(pids)
+        if killed:
+            logger.warning("Child process(es) %s ignored SIGTERM and were killed.", killed)
+        self.record(phase="stopped")
+        logger.info("Shutdown complete.")
+        self.exit(0)
+
+
+def launch_server(server_args) -> None:
+    """Run the server until SIGTERM/SIGINT; exits the process.
+
+    Whatever goes wrong, the children are killed before the launcher exits
+    (SGLang's launch_server does the same with kill_process_tree in a finally).
+    """
+    launcher = _Launcher(server_args)
+    try:
+        launcher.run()
+    except BaseException:  # noqa: BLE001 - includes KeyboardInterrupt before handlers exist
+        logger.error("%s", traceback.format_exc().rstrip())
+        launcher.fail(1)

@@ -1,0 +1,1 @@
+"""Processes of the SGLang test double's tree."""

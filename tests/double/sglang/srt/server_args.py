@@ -1,0 +1,494 @@
+"""Server arguments of the SGLang test double.
+
+The flags are spelled, typed and defaulted as in SGLang 0.5.9's
+``sglang.srt.server_args`` so that a command line can be validated against
+the double exactly as against real SGLang::
+
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    parser.parse_args(argv)        # unknown flag -> argparse error, exit 2
+
+Like SGLang, the primary spelling of the parallelism sizes is the long one
+(``--tensor-parallel-size``) with the short one as alias (``--tp-size``), so
+``--tp`` is accepted only through argparse's prefix matching, exactly as in
+SGLang. The table below is a large subset of 0.5.9's ~330 flags; prefix
+matching can therefore accept an abbreviation that real SGLang finds
+ambiguous (see README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from typing import Any, Dict, List, Optional
+
+# Choice lists as SGLang 0.5.9 has them.
+_CHOICES: Dict[str, List[Any]] = {
+    "LOAD_FORMAT": [
+        "auto", "pt", "safetensors", "npcache", "dummy", "sharded_state", "gguf",
+        "bitsandbytes", "layered", "flash_rl", "remote", "remote_instance",
+        "fastsafetensors", "private",
+    ],
+    "QUANTIZATION": [
+        "awq", "fp8", "mxfp8", "gptq", "marlin", "gptq_marlin", "awq_marlin",
+        "bitsandbytes", "gguf", "modelopt", "modelopt_fp8", "modelopt_fp4",
+        "petit_nvfp4", "w8a8_int8", "w8a8_fp8", "moe_wna16", "qoq", "w4afp8",
+        "mxfp4", "auto-round", "compressed-tensors", "modelslim",
+        "quark_int4fp8_moe",
+    ],
+    "ATTENTION": [
+        "triton", "torch_native", "flex_attention", "nsa", "cutlass_mla", "fa3",
+        "fa4", "flashinfer", "flashmla", "trtllm_mla", "trtllm_mha",
+        "dual_chunk_flash_attn", "aiter", "wave", "intel_amx", "ascend",
+        "intel_xpu",
+    ],
+    "SAMPLING": ["flashinfer", "pytorch", "ascend"],
+    "GRAMMAR": ["xgrammar", "outlines", "llguidance", "none"],
+    "MOE_RUNNER": [
+        "auto", "deep_gemm", "triton", "triton_kernel", "flashinfer_trtllm",
+        "flashinfer_cutlass", "flashinfer_mxfp4", "flashinfer_cutedsl", "cutlass",
+    ],
+    "MOE_A2A": ["none", "deepep", "mooncake", "mori", "ascend_fuseep", "flashinfer"],
+    "FP8_GEMM": [
+        "auto", "deep_gemm", "flashinfer_trtllm", "flashinfer_deepgemm", "cutlass",
+        "triton", "aiter",
+    ],
+    "FP4_GEMM": ["auto", "flashinfer_cudnn", "flashinfer_cutlass", "flashinfer_trtllm"],
+    "NSA": ["flashmla_sparse", "flashmla_kv", "flashmla_auto", "fa3", "tilelang", "aiter", "trtllm"],
+    "DISAGG_TRANSFER": ["mooncake", "nixl", "ascend", "fake", "mori"],
+    "LORA_BACKEND": ["triton", "csgmv", "ascend", "torch_native"],
+    "REASONING_PARSER": [
+        "deepseek-r1", "deepseek-v3", "glm45", "gpt-oss", "kimi", "kimi_k2",
+        "qwen3", "qwen3-thinking", "minimax", "minimax-append-think", "step3",
+        "step3p5", "nano_v3", "interns1",
+    ],
+    "TOOL_CALL_PARSER": [
+        "deepseekv3", "deepseekv31", "deepseekv32", "glm", "glm45", "glm47",
+        "gpt-oss", "kimi_k2", "lfm2", "llama3", "mimo", "mistral", "pythonic",
+        "qwen", "qwen25", "qwen3_coder", "step3", "step3p5", "minimax-m2",
+        "trinity", "interns1", "hermes", "gigachat3",
+    ],
+    "SPEC_ALGORITHM": ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"],
+    "DTYPE": ["auto", "half", "float16", "bfloat16", "float", "float32"],
+    "KV_CACHE_DTYPE": ["auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1"],
+    "SCHEDULE_POLICY": ["lpm", "random", "fcfs", "dfs-weight", "lof", "priority", "routing-key"],
+    "LOAD_BALANCE": ["auto", "round_robin", "follow_bootstrap_room", "total_requests", "total_tokens"],
+    "MM_ATTENTION": ["sdpa", "fa3", "fa4", "triton_attn", "ascend_attn", "aiter_attn"],
+    "HICACHE_WRITE": ["write_back", "write_through", "write_through_selective"],
+    "HICACHE_IO": ["direct", "kernel", "kernel_ascend"],
+    "HICACHE_LAYOUT": ["layer_first", "page_first", "page_first_direct", "page_first_kv_split", "page_head"],
+    "HICACHE_STORAGE": ["file", "mooncake", "hf3fs", "nixl", "aibrix", "dynamic", "eic"],
+}
+_CHOICES["DRAFT_QUANTIZATION"] = _CHOICES["QUANTIZATION"] + ["unquant"]
+
+# One flag per line: option strings, then a kind, then key=value options.
+# kinds: str int float flag json (json.loads) nstr (nullable str);
+#        a trailing + * ? gives nargs.  "default" absent -> None.
+#        choices=@NAME uses _CHOICES[NAME]; choices=a|b|c lists literals.
+_SPEC = r"""
+# Model and tokenizer
+--model-path --model                              str   required
+--tokenizer-path                                  str
+--tokenizer-mode                                  str   default=auto choices=auto|slow
+--tokenizer-worker-num                            int   default=1
+--skip-tokenizer-init                             flag
+--load-format                                     str   default=auto choices=@LOAD_FORMAT
+--model-loader-extra-config                       str   default={}
+--trust-remote-code                               flag
+--context-length                                  int
+--is-embedding                                    flag
+--enable-multimodal                               flag  default=None
+--revision                                        str
+--model-impl                                      str   default=auto
+# HTTP server
+--host                                            str   default=127.0.0.1
+--port                                            int   default=30000
+--fastapi-root-path                               str   default=""
+--grpc-mode                                       flag
+--skip-server-warmup                              flag
+--warmups                                         str
+--nccl-port                                       int
+# Quantization and data type
+--dtype                                           str   default=auto choices=@DTYPE
+--quantization                                    str   choices=@QUANTIZATION
+--quantization-param-path                         nstr
+--kv-cache-dtype                                  str   default=auto choices=@KV_CACHE_DTYPE
+--enable-fp32-lm-head                             flag
+# Memory and scheduling
+--mem-fraction-static                             float
+--max-running-requests                            int
+--max-queued-requests                             int
+--max-total-tokens                                int
+--chunked-prefill-size                            int
+--prefill-max-requests                            int
+--enable-dynamic-chunking                         flag
+--max-prefill-tokens                              int   default=16384
+--schedule-policy                                 str   default=fcfs choices=@SCHEDULE_POLICY
+--enable-priority-scheduling                      flag
+--schedule-conservativeness                       float default=1.0
+--page-size                                       int
+--swa-full-tokens-ratio                           float default=0.8
+--disable-hybrid-swa-memory                       flag
+--radix-eviction-policy                           str   default=lru choices=lru|lfu
+# Runtime options
+--device                                          str
+--tensor-parallel-size --tp-size                  int   default=1
+--attention-context-parallel-size --attn-cp-size  int   default=1
+--moe-data-parallel-size --moe-dp-size            int   default=1
+--pipeline-parallel-size --pp-size                int   default=1
+--pp-max-micro-batch-size                         int
+--pp-async-batch-depth                            int   default=0
+--stream-interval                                 int   default=1
+--stream-output                                   flag
+--random-seed                                     int
+--constrained-json-whitespace-pattern             str
+--constrained-json-disable-any-whitespace         flag
+--watchdog-timeout                                float default=300
+--soft-watchdog-timeout                           float
+--dist-timeout                                    int
+--download-dir                                    str
+--base-gpu-id                                     int   default=0
+--gpu-id-step                                     int   default=1
+--sleep-on-idle                                   flag
+# Logging
+--log-level                                       str   default=info
+--log-level-http                                  str
+--log-requests                                    flag
+--log-requests-level                              int   default=2 choices=0|1|2|3
+--log-requests-format                             str   default=text choices=text|json
+--crash-dump-folder                               str
+--show-time-cost                                  flag
+--enable-metrics                                  flag
+--enable-metrics-for-all-schedulers               flag
+--extra-metric-labels                             json
+--collect-tokens-histogram                        flag
+--decode-log-interval                             int   default=40
+--enable-request-time-stats-logging               flag
+--kv-events-config                                str
+--enable-trace                                    flag
+--otlp-traces-endpoint                            str   default=localhost:4317
+# API related
+--api-key                                         str
+--admin-api-key                                   str
+--served-model-name                               str
+--weight-version                                  str   default=default
+--chat-template                                   str
+--hf-chat-template-name                           str
+--completion-template                             str
+--file-storage-path                               str   default=sglang_storage
+--enable-cache-report                             flag
+--reasoning-parser                                str   choices=@REASONING_PARSER
+--tool-call-parser                                str   choices=@TOOL_CALL_PARSER
+--tool-server                                     str
+--sampling-defaults                               str   default=model choices=openai|model
+# Data parallelism
+--data-parallel-size --dp-size                    int   default=1
+--load-balance-method                             str   default=auto choices=@LOAD_BALANCE
+# Multi-node distributed serving
+--dist-init-addr --nccl-init-addr                 str
+--nnodes                                          int   default=1
+--node-rank                                       int   default=0
+# Model override args
+--json-model-override-args                        str   default={}
+--preferred-sampling-params                       json
+# LoRA
+--enable-lora                                     flag  default=None
+--max-lora-rank                                   int
+--lora-paths                                      str*
+--max-loras-per-batch                             int   default=8
+--max-loaded-loras                                int
+--lora-backend                                    str   default=csgmv choices=@LORA_BACKEND
+# Kernel backends
+--attention-backend                               str   choices=@ATTENTION
+--prefill-attention-backend                       str   choices=@ATTENTION
+--decode-attention-backend                        str   choices=@ATTENTION
+--sampling-backend                                str   choices=@SAMPLING
+--grammar-backend                                 str   choices=@GRAMMAR
+--mm-attention-backend                            str   choices=@MM_ATTENTION
+--nsa-prefill-backend                             str   choices=@NSA
+--nsa-decode-backend                              str   choices=@NSA
+--fp8-gemm-backend                                str   default=auto choices=@FP8_GEMM dest=fp8_gemm_runner_backend
+--fp4-gemm-backend                                str   default=flashinfer_cutlass choices=@FP4_GEMM dest=fp4_gemm_runner_backend
+--disable-flashinfer-autotune                     flag
+# Speculative decoding
+--speculative-algorithm                           str   choices=@SPEC_ALGORITHM
+--speculative-draft-model-path --speculative-draft-model str
+--speculative-draft-model-revision                str
+--speculative-draft-load-format                   str   choices=@LOAD_FORMAT
+--speculative-num-steps                           int
+--speculative-eagle-topk                          int
+--speculative-num-draft-tokens                    int
+--speculative-accept-threshold-single             float default=1.0
+--speculative-accept-threshold-acc                float default=1.0
+--speculative-token-map                           str
+--speculative-attention-mode                      str   default=prefill choices=prefill|decode
+--speculative-draft-attention-backend             str
+--speculative-moe-runner-backend                  str   choices=@MOE_RUNNER
+--speculative-moe-a2a-backend                     str   choices=@MOE_A2A
+--speculative-draft-model-quantization            str   choices=@DRAFT_QUANTIZATION
+--speculative-ngram-min-match-window-size         int   default=1
+--speculative-ngram-max-match-window-size         int   default=12
+--speculative-ngram-min-bfs-breadth               int   default=1
+--speculative-ngram-max-bfs-breadth               int   default=10
+--speculative-ngram-match-type                    str   default=BFS choices=BFS|PROB
+--speculative-ngram-branch-length                 int   default=18
+--speculative-ngram-capacity                      int   default=10000000
+--enable-multi-layer-eagle                        flag
+# Expert parallelism
+--expert-parallel-size --ep-size --ep             int   default=1
+--moe-a2a-backend                                 str   default=none choices=@MOE_A2A
+--moe-runner-backend                              str   default=auto choices=@MOE_RUNNER
+--flashinfer-mxfp4-moe-precision                  str   default=default choices=default|bf16
+--enable-flashinfer-allreduce-fusion              flag
+--deepep-mode                                     str   default=auto choices=normal|low_latency|auto
+--ep-num-redundant-experts                        int   default=0
+--ep-dispatch-algorithm                           str
+--init-expert-location                            str   default=trivial
+--enable-eplb                                     flag
+--eplb-algorithm                                  str   default=auto
+--deepep-config                                   str
+--moe-dense-tp-size                               int
+# Mamba
+--max-mamba-cache-size                            int
+--mamba-ssm-dtype                                 str   choices=float32|bfloat16|float16
+# Hierarchical cache
+--enable-hierarchical-cache                       flag
+--hicache-ratio                                   float default=2.0
+--hicache-size                                    int   default=0
+--hicache-write-policy                            str   default=write_through choices=@HICACHE_WRITE
+--hicache-io-backend                              str   default=kernel choices=@HICACHE_IO
+--hicache-mem-layout                              str   default=layer_first choices=@HICACHE_LAYOUT
+--hicache-storage-backend                         str   choices=@HICACHE_STORAGE
+--hicache-storage-backend-extra-config            str
+--enable-lmcache                                  flag
+# Offloading
+--cpu-offload-gb                                  int   default=0
+# Optimization / debug options
+--disable-radix-cache                             flag
+--cuda-graph-max-bs                               int
+--cuda-graph-bs                                   int+
+--disable-cuda-graph                              flag
+--disable-cuda-graph-padding                      flag
+--enable-profile-cuda-graph                       flag
+--enable-cudagraph-gc                             flag
+--enable-nccl-nvls                                flag
+--enable-symm-mem                                 flag
+--disable-flashinfer-cutlass-moe-fp4-allgather    flag
+--enable-tokenizer-batch-encode                   flag
+--disable-tokenizer-batch-decode                  flag
+--disable-outlines-disk-cache                     flag
+--disable-custom-all-reduce                       flag
+--enable-mscclpp                                  flag
+--enable-torch-symm-mem                           flag
+--disable-overlap-schedule                        flag
+--enable-mixed-chunk                              flag
+--enable-dp-attention                             flag
+--enable-dp-lm-head                               flag
+--enable-two-batch-overlap                        flag
+--enable-single-batch-overlap                     flag
+--enable-torch-compile                            flag
+--enable-piecewise-cuda-graph                     flag
+--piecewise-cuda-graph-tokens                     int+
+--torch-compile-max-bs                            int   default=32
+--piecewise-cuda-graph-max-tokens                 int
+--torchao-config                                  str   default=""
+--enable-nan-detection                            flag
+--enable-p2p-check                                flag
+--triton-attention-reduce-in-fp32                 flag
+--triton-attention-num-kv-splits                  int   default=8
+--num-continuous-decode-steps                     int   default=1
+--delete-ckpt-after-loading                       flag
+--enable-memory-saver                             flag
+--enable-weights-cpu-backup                       flag
+--allow-auto-truncate                             flag
+--enable-custom-logit-processor                   flag
+--flashinfer-mla-disable-ragged                   flag
+--disable-shared-experts-fusion                   flag
+--disable-chunked-prefix-cache                    flag
+--disable-fast-image-processor                    flag
+--enable-return-hidden-states                     flag
+--scheduler-recv-interval                         int   default=1
+--numa-node                                       int+
+--enable-deterministic-inference                  flag
+--enable-fused-qk-norm-rope                       flag
+--enable-dynamic-batch-tokenizer                  flag
+# Disaggregation
+--disaggregation-mode                             str   default=null choices=null|prefill|decode
+--disaggregation-transfer-backend                 str   default=mooncake choices=@DISAGG_TRANSFER
+--disaggregation-bootstrap-port                   int   default=8998
+--disaggregation-decode-tp                        int
+--disaggregation-decode-dp                        int
+--disaggregation-prefill-pp                       int   default=1
+--disaggregation-ib-device                        str
+--num-reserved-decode-tokens                      int   default=512
+# Encoder disaggregation / weight loading
+--encoder-only                                    flag
+--language-only                                   flag
+--custom-weight-loader                            str*
+--weight-loader-disable-mmap                      flag
+# Multimodal and misc
+--mm-max-concurrent-calls                         int   default=32
+--decrypted-config-file                           str
+--decrypted-draft-config-file                     str
+--config                                          str
+"""
+
+# SGLang's attribute names for flags whose first spelling differs.
+_RENAMES = {
+    "tensor_parallel_size": "tp_size",
+    "pipeline_parallel_size": "pp_size",
+    "data_parallel_size": "dp_size",
+    "expert_parallel_size": "ep_size",
+    "attention_context_parallel_size": "attn_cp_size",
+    "moe_data_parallel_size": "moe_dp_size",
+}
+
+_TYPES = {"str": str, "int": int, "float": float, "json": json.loads}
+
+
+def _nullable_str(value: str) -> Optional[str]:
+    if value.lower() in ("none", "null", ""):
+        return None
+    return value
+
+
+_TYPES["nstr"] = _nullable_str
+
+
+def _parse_spec() -> List[Dict[str, Any]]:
+    entries = []
+    for raw in _SPEC.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        tokens = shlex.split(line)
+        options = [t for t in tokens if t.startswith("--")]
+        rest = [t for t in tokens if not t.startswith("--")]
+        kind, attrs = rest[0], rest[1:]
+        entry: Dict[str, Any] = {"options": options, "kind": kind, "required": False}
+        for attr in attrs:
+            if attr == "required":
+                entry["required"] = True
+                continue
+            key, _, value = attr.partition("=")
+            entry[key] = value
+        entries.append(entry)
+    return entries
+
+
+def _convert(kind: str, value: str) -> Any:
+    if value == "None":
+        return None
+    base = kind.rstrip("+*?")
+    if base in ("int", "float"):
+        return _TYPES[base](value)
+    return value
+
+
+def _add_entry(parser: argparse.ArgumentParser, entry: Dict[str, Any]) -> None:
+    kind = entry["kind"]
+    kwargs: Dict[str, Any] = {}
+    if "dest" in entry:
+        kwargs["dest"] = entry["dest"]
+    if kind == "flag":
+        kwargs["action"] = "store_true"
+        if "default" in entry:
+            kwargs["default"] = _convert("str", entry["default"])
+        parser.add_argument(*entry["options"], **kwargs)
+        return
+    base = kind.rstrip("+*?")
+    if kind != base:
+        kwargs["nargs"] = kind[len(base):]
+    kwargs["type"] = _TYPES[base]
+    if entry["required"]:
+        kwargs["required"] = True
+    else:
+        kwargs["default"] = _convert(kind, entry["default"]) if "default" in entry else None
+    choices = entry.get("choices")
+    if choices:
+        if choices.startswith("@"):
+            kwargs["choices"] = list(_CHOICES[choices[1:]])
+        else:
+            kwargs["choices"] = [_TYPES[base](c) for c in choices.split("|")]
+    parser.add_argument(*entry["options"], **kwargs)
+
+
+_ENTRIES = _parse_spec()
+
+
+def _dest_of(entry: Dict[str, Any]) -> str:
+    if "dest" in entry:
+        return entry["dest"]
+    return entry["options"][0][2:].replace("-", "_")
+
+
+def _field_names() -> List[str]:
+    return [_RENAMES.get(_dest_of(e), _dest_of(e)) for e in _ENTRIES]
+
+
+class ServerArgs:
+    """The parsed server arguments (attribute names as in SGLang)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        for name in _field_names():
+            setattr(self, name, kwargs.pop(name, None))
+        if kwargs:
+            raise TypeError("unexpected server arguments: %s" % ", ".join(sorted(kwargs)))
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        if self.model_path is None:
+            raise ValueError("model_path is required")
+        if self.tokenizer_path is None:
+            self.tokenizer_path = self.model_path
+        if self.served_model_name is None:
+            self.served_model_name = self.model_path
+        if self.nnodes < 1 or not 0 <= self.node_rank < self.nnodes:
+            raise ValueError(
+                "node_rank=%d is invalid for nnodes=%d" % (self.node_rank, self.nnodes)
+            )
+        if (self.tp_size * self.pp_size) % self.nnodes != 0:
+            raise ValueError("tp_size must be divisible by number of nodes")
+        if self.enable_dp_attention and self.tp_size % self.dp_size != 0:
+            raise ValueError("tp_size must be divisible by dp_size when dp attention is enabled")
+
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser) -> None:
+        for entry in _ENTRIES:
+            _add_entry(parser, entry)
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> "ServerArgs":
+        values = {}
+        for entry in _ENTRIES:
+            dest = _dest_of(entry)
+            values[_RENAMES.get(dest, dest)] = getattr(args, dest)
+        return cls(**values)
+
+    def asdict(self) -> Dict[str, Any]:
+        return {name: getattr(self, name) for name in _field_names()}
+
+    def url(self) -> str:
+        host = self.host
+        if ":" in host and not host.startswith("["):
+            host = "[%s]" % host
+        return "http://%s:%d" % (host, self.port)
+
+    def __repr__(self) -> str:
+        inner = ", ".join("%s=%r" % (k, v) for k, v in self.asdict().items())
+        return "ServerArgs(%s)" % inner
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ServerArgs) and self.asdict() == other.asdict()
+
+
+def prepare_server_args(argv: List[str]) -> ServerArgs:
+    """Parse a command line as ``python -m sglang.launch_server`` does."""
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    args = parser.parse_args(argv)
+    if args.config is not None:
+        # SGLang merges a YAML file here; the double would silently ignore it.
+        parser.error("--config %s: config files are not supported by the SGLang test double" % args.config)
+    return ServerArgs.from_cli_args(args)

@@ -1,0 +1,3 @@
+"""Version of SGLang that the test double plays."""
+
+__version__ = "0.5.9"

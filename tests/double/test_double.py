@@ -1,0 +1,824 @@
+"""Tests of the SGLang test double and the GPU-host stand-ins (tests/double).
+
+Every server runs as a real process tree in its own session; the fixtures kill
+each tree's process group at the end, whatever the test did.
+"""
+
+import argparse
+import ctypes
+import fcntl
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+NVIDIA_SMI = HERE / "bin" / "nvidia-smi"
+PY = sys.executable
+
+
+
+def _import_double_parser():
+    """Import the double's ServerArgs without leaving its ``sglang`` in sys.modules/sys.path."""
+    saved = {k: v for k, v in sys.modules.items() if k == "sglang" or k.startswith("sglang.")}
+    for key in saved:
+        del sys.modules[key]
+    sys.path.insert(0, str(HERE))
+    try:
+        from sglang.srt.server_args import ServerArgs as server_args_cls, prepare_server_args as prepare
+    finally:
+        sys.path.remove(str(HERE))
+        for key in [k for k in sys.modules if k == "sglang" or k.startswith("sglang.")]:
+            del sys.modules[key]
+        sys.modules.update(saved)
+    return server_args_cls, prepare
+
+
+ServerArgs, prepare_server_args = _import_double_parser()
+
+REFERENCE_ARGV = (
+    "--model-path /shared/kimi-k2.5-int4 --tp 8 --trust-remote-code --cuda-graph-max-bs 128 "
+    "--disable-custom-all-reduce --attention-backend flashinfer --enable-flashinfer-allreduce-fusion "
+    "--speculative-algorithm EAGLE3 --speculative-draft-model-path /data/eagle3/output_100k_sglang/4 "
+    "--speculative-num-steps 2 --speculative-eagle-topk 1 --mem-fraction-static 0.88"
+).split()
+
+
+# --------------------------------------------------------------------------- helpers
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stat_fields(pid):
+    try:
+        raw = Path("/proc/%d/stat" % pid).read_bytes()
+    except OSError:
+        return None
+    return raw[raw.rfind(b")") + 2:].decode().split()
+
+
+def alive(pid):
+    fields = stat_fields(pid)
+    return bool(fields) and fields[0] not in ("Z", "X")
+
+
+def ppid_of(pid):
+    return int(stat_fields(pid)[1])
+
+
+def group_members(pgid):
+    """Living processes of a process group (zombies do not count)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = stat_fields(int(entry))
+            if fields and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                members.append(int(entry))
+    return members
+
+
+def cmdline(pid):
+    raw = Path("/proc/%d/cmdline" % pid).read_bytes()
+    return raw[:-1].split(b"\0") if raw.endswith(b"\0") else raw.split(b"\0")
+
+
+def wait_for(predicate, timeout, interval=0.03, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
+
+
+def locked_by_someone(path):
+    fd = os.open(str(path), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def smi(*args, config=None, check=True):
+    env = dict(os.environ)
+    if config is not None:
+        env["INFEROPS_NVIDIA_SMI_CONFIG"] = str(config)
+    proc = subprocess.run([PY, str(NVIDIA_SMI), *args], capture_output=True, text=True, env=env)
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def parse_csv(text):
+    return [[cell.strip() for cell in line.split(", ")] for line in text.splitlines() if line.strip()]
+
+
+class Server:
+    """One launcher process tree of the double."""
+
+    def __init__(self, root, args=(), env=None, port=None, model=None, gpu_dir=None, launcher=None):
+        self.root = Path(root)
+        self.port = port or free_port()
+        self.model = model or make_model(self.root / "model")
+        self.state_dir = self.root / "state"
+        self.gpu_dir = Path(gpu_dir) if gpu_dir else self.root / "gpu"
+        self.gpu_dir.mkdir(parents=True, exist_ok=True)
+        self.env = dict(os.environ)
+        self.env.update({
+            "PYTHONPATH": os.pathsep.join([str(HERE)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])),
+            "SGLANG_DOUBLE_STATE_DIR": str(self.state_dir),
+            "SGLANG_DOUBLE_GPU_DIR": str(self.gpu_dir),
+            "SGLANG_DOUBLE_REQUIRE_TOOLS": "0",
+            "SGLANG_DOUBLE_LOAD_SECONDS": "0.5",
+            "SGLANG_DOUBLE_WARMUP_SECONDS": "0.25",
+            "SGLANG_DOUBLE_HEALTH_DELAY": "0.01",
+            "SGLANG_DOUBLE_GENERATE_SECONDS": "0.05",
+        })
+        for key, value in (env or {}).items():
+            if value is None:
+                self.env.pop(key, None)
+            else:
+                self.env[key] = value
+        launcher = launcher or [PY, "-m", "sglang.launch_server"]
+        self.argv = [*launcher, "--model-path", str(self.model), "--port", str(self.port), *args]
+        self.log_path = self.root / ("server-%d.log" % self.port)
+        self.log_file = open(self.log_path, "wb")
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(self.argv, env=self.env, cwd=str(self.root), stdout=self.log_file,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.pid = self.proc.pid
+
+    # ---- HTTP
+    def request(self, method, path, body=None, headers=None, timeout=10):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            data = json.dumps(body).encode() if body is not None else None
+            hdrs = {"Content-Type": "application/json"} if data else {}
+            hdrs.update(headers or {})
+            conn.request(method, path, body=data, headers=hdrs)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        except (ConnectionRefusedError, ConnectionResetError):
+            return None, b""
+        finally:
+            conn.close()
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def port_open(self):
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            return s.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def wait_ready(self, timeout=15):
+        wait_for(lambda: self.get("/health")[0] == 200 or self.proc.poll() is not None, timeout, what="ready")
+        assert self.proc.poll() is None, self.log()
+
+    # ---- introspection
+    def log(self):
+        self.log_file.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def state(self, role):
+        return json.loads((self.state_dir / str(self.port) / ("%s.json" % role)).read_text())
+
+    def roles(self):
+        return sorted(p.stem for p in (self.state_dir / str(self.port)).glob("*.json"))
+
+    def members(self):
+        return group_members(self.pid)
+
+    def by_title(self):
+        titles = {}
+        for pid in self.members():
+            try:
+                titles[b" ".join(cmdline(pid)).decode()] = pid
+            except OSError:
+                pass
+        return titles
+
+    def wait_exit(self, timeout):
+        return self.proc.wait(timeout=timeout)
+
+    def kill_all(self):
+        before = all_group_pids(self.pid)
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        _reap([p for p in set(before + all_group_pids(self.pid)) if p != self.pid])
+        self.log_file.close()
+
+
+def _reap(pids, timeout=2.0):
+    """Collect zombies of processes re-parented to this (subreaper) process."""
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        while True:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                break  # not ours (re-parented elsewhere) or already reaped
+            if done == pid or time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
+
+
+def all_group_pids(pgid):
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = stat_fields(int(entry))
+            if fields and int(fields[2]) == pgid:
+                pids.append(int(entry))
+    return pids
+
+
+@pytest.fixture(scope="module", autouse=True)
+def subreaper():
+    """Orphans of the trees under test re-parent to pytest, which reaps them.
+
+    Without this they would go to PID 1, which does not reap in every sandbox.
+    """
+    PR_SET_CHILD_SUBREAPER = 36
+    libc = ctypes.CDLL(None, use_errno=True)
+    enabled = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    yield enabled
+    if enabled:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def make_model(path, config=True):
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if config:
+        (path / "config.json").write_text(json.dumps({
+            "model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"],
+            "max_position_embeddings": 262144,
+        }))
+    return path
+
+
+@pytest.fixture
+def servers(tmp_path):
+    started = []
+
+    def start(*args, env=None, subdir=None, **kw):
+        root = tmp_path / (subdir or "s%d" % len(started))
+        root.mkdir(parents=True, exist_ok=True)
+        server = Server(root, args=args, env=env, **kw)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.kill_all()
+
+
+# --------------------------------------------------------------------------- argument parsing
+def test_parser_accepts_reference_command_line():
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    args = ServerArgs.from_cli_args(parser.parse_args(REFERENCE_ARGV))
+    assert args.tp_size == 8  # "--tp" resolves to --tp-size by prefix, as in SGLang
+    assert args.cuda_graph_max_bs == 128
+    assert args.disable_custom_all_reduce and args.enable_flashinfer_allreduce_fusion
+    assert args.speculative_algorithm == "EAGLE3" and args.speculative_eagle_topk == 1
+    assert args.mem_fraction_static == 0.88
+    assert (args.host, args.port, args.dp_size, args.pp_size) == ("127.0.0.1", 30000, 1, 1)
+    assert args.served_model_name == "/shared/kimi-k2.5-int4"
+    cuda_bs = prepare_server_args(["--model-path", "m", "--cuda-graph-bs", "1", "2", "4", "--dp", "2"])
+    assert cuda_bs.cuda_graph_bs == [1, 2, 4] and cuda_bs.dp_size == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model-path", "m", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    (["--model-path", "m", "--pp", "2"], "ambiguous option: --pp"),  # as in SGLang 0.5.9
+    (["--model-path", "m", "--attention-backend", "nope"], "invalid choice: 'nope'"),
+    (["--tp", "2"], "the following arguments are required: --model-path/--model"),
+])
+def test_parser_rejects_like_argparse(argv, message, capsys):
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_errors_exit_like_sglang(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(HERE))
+    run = lambda *argv: subprocess.run([PY, *argv], capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    bad_flag = run("-m", "sglang.launch_server", "--model-path", str(tmp_path), "--bogus")
+    assert bad_flag.returncode == 2 and "launch_server.py: error: unrecognized arguments: --bogus" in bad_flag.stderr
+    serve_bad = run("-c", "import sys; from sglang.cli import main; sys.exit(main())", "serve", "--model-path", "m", "--bogus")
+    assert serve_bad.returncode == 2 and "unrecognized arguments" in serve_bad.stderr
+    no_config = run("-m", "sglang.launch_server", "--model-path", str(tmp_path))
+    assert no_config.returncode == 1
+    assert "does not appear to have a file named config.json" in no_config.stderr
+    missing = run("-m", "sglang.launch_server", "--model-path", str(tmp_path / "absent"))
+    assert missing.returncode == 1 and "Incorrect path_or_model_id" in missing.stderr
+    make_model(tmp_path / "m")
+    draft = run("-m", "sglang.launch_server", "--model-path", str(tmp_path / "m"),
+                "--speculative-draft-model-path", str(tmp_path / "nodraft"))
+    assert draft.returncode == 1 and "nodraft" in draft.stderr
+    version = run("-c", "import sys; from sglang.cli import main; sys.exit(main())", "version")
+    assert version.returncode == 0 and "sglang version: 0.5.9" in version.stdout
+
+
+# --------------------------------------------------------------------------- tp=2 server, observed from its start
+@pytest.fixture(scope="module")
+def tp2(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tp2")
+    site = root / "site"
+    site.mkdir()
+    # a sitecustomize like the reference host's: sets NCCL variables at interpreter start
+    (site / "sitecustomize.py").write_text("import os\nos.environ.setdefault('NCCL_PROTO', 'LL')\n")
+    server = Server(root, args=["--tp", "2", "--enable-metrics"], env={
+        "SGLANG_DOUBLE_LOAD_SECONDS": "1.0",
+        "SGLANG_DOUBLE_WARMUP_SECONDS": "0.5",
+        "INFEROPS_ONLY_IN_LAUNCHER_ENV": "from-the-unit",
+        "PYTHONPATH": "%s%s%s" % (HERE, os.pathsep, site),
+    })
+    phases = []  # (seconds since start, port open, /health status, /v1/models status)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and server.proc.poll() is None:
+        t = time.monotonic() - server.started
+        if not server.port_open():
+            phases.append((t, False, None, None))
+        else:
+            phases.append((t, True, server.get("/health")[0], server.get("/v1/models")[0]))
+            if phases[-1][2] == 200:
+                break
+        time.sleep(0.03)
+    server.phases = phases
+    yield server
+    server.kill_all()
+
+
+def test_port_closed_during_load_then_503_then_200(tp2):
+    phases = tp2.phases  # (seconds since Popen, port open, /health, /v1/models)
+    assert phases and phases[-1][2] == 200, (phases, tp2.log())
+    closed = [p for p in phases if not p[1]]
+    assert closed and closed[-1][0] >= 0.8, phases  # the load (1.0 s) kept the port closed
+    warming = [p for p in phases if p[1] and p[2] == 503]
+    assert warming, ("no /health 503 observed between port open and ready", phases)
+    # C03: /v1/models answers 200 while /health still says 503
+    assert all(p[3] == 200 for p in warming), phases
+    assert phases[-1][0] - closed[-1][0] >= 0.4, phases  # warm-up of 0.5 s after the port opened
+    assert "The server is fired up and ready to roll!" in tp2.log()
+
+
+def test_process_titles_and_tree_shape(tp2):
+    titles = tp2.by_title()
+    assert "sglang::scheduler_TP0" in titles and "sglang::scheduler_TP1" in titles
+    assert "sglang::detokenizer" in titles
+    assert len([t for t in titles if t.startswith("sglang::scheduler")]) == 2
+    main_cmd = cmdline(tp2.pid)
+    assert main_cmd[1:3] == [b"-m", b"sglang.launch_server"] and b"--tp" in main_cmd
+    for title in ("sglang::scheduler_TP0", "sglang::scheduler_TP1", "sglang::detokenizer"):
+        pid = titles[title]
+        assert cmdline(pid) == [title.encode()]  # exactly the title, read from another process
+        assert Path("/proc/%d/comm" % pid).read_text().strip() == title[:15]
+        assert ppid_of(pid) == tp2.pid
+
+
+def test_state_files_and_environment_reach_schedulers(tp2):
+    assert {"main", "scheduler_TP0", "scheduler_TP1", "detokenizer"} <= set(tp2.roles())
+    main = tp2.state("main")
+    assert main["pid"] == tp2.pid and main["phase"] == "ready"
+    assert main["tool_checks"] == {"skipped": True, "reason": "SGLANG_DOUBLE_REQUIRE_TOOLS=0"}
+    for role in ("scheduler_TP0", "scheduler_TP1"):
+        st = tp2.state(role)
+        assert st["ppid"] == tp2.pid and st["title"] == "sglang::" + role
+        assert st["argv"][-1] == "--multiprocessing-fork"  # a fresh interpreter ("spawn")
+        assert st["pdeathsig"] is True and st["gpu_id"] == int(role[-1])
+        # C08: a variable set only in the launcher's environment, and one set by
+        # sitecustomize.py, both reach the spawned scheduler ...
+        assert st["environ"]["INFEROPS_ONLY_IN_LAUNCHER_ENV"] == "from-the-unit"
+        assert st["environ"]["NCCL_PROTO"] == "LL"
+        # ... and show in its /proc/<pid>/environ, not in the launcher's (set after exec)
+        environ = Path("/proc/%d/environ" % st["pid"]).read_bytes().split(b"\0")
+        assert b"NCCL_PROTO=LL" in environ
+    assert b"NCCL_PROTO=LL" not in Path("/proc/%d/environ" % tp2.pid).read_bytes().split(b"\0")
+
+
+def test_http_api(tp2):
+    status, body = tp2.get("/v1/models")
+    models = json.loads(body)
+    assert status == 200 and models["object"] == "list"
+    assert models["data"][0]["id"] == str(tp2.model) and models["data"][0]["max_model_len"] == 262144
+    status, body = tp2.request("POST", "/v1/chat/completions", body={
+        "model": "default", "messages": [{"role": "user", "content": "Say hello"}], "max_tokens": 64})
+    chat = json.loads(body)
+    assert status == 200 and chat["object"] == "chat.completion"
+    assert chat["choices"][0]["message"]["content"] == "Hello from the SGLang test double."
+    assert chat["choices"][0]["finish_reason"] == "stop"
+    assert chat["usage"]["completion_tokens"] == 8 and chat["usage"]["prompt_tokens"] > 0
+    status, body = tp2.request("POST", "/v1/chat/completions", body={
+        "messages": [{"role": "user", "content": "x"}], "max_tokens": 2})
+    assert json.loads(body)["choices"][0]["finish_reason"] == "length"
+    status, body = tp2.request("POST", "/generate", body={"text": "Hi", "sampling_params": {"max_new_tokens": 8}})
+    gen = json.loads(body)
+    assert status == 200 and gen["text"] == "Hello from the SGLang test double."
+    assert gen["meta_info"]["completion_tokens"] == 8
+    info = json.loads(tp2.get("/get_server_info")[1])
+    assert info["version"] == "0.5.9" and info["tp_size"] == 2 and info["port"] == tp2.port
+    model_info = json.loads(tp2.get("/get_model_info")[1])
+    assert model_info["architectures"] == ["DeepseekV3ForCausalLM"]
+    assert tp2.get("/nope")[0] == 404
+    assert tp2.request("POST", "/health")[0] == 405
+    assert tp2.get("/metrics")[0] == 200
+    assert tp2.get("/health_generate")[0] == 200
+    assert json.loads(tp2.get("/get_load")[1]) == [{"dp_rank": 0, "num_reqs": 0, "num_waiting_reqs": 0, "num_tokens": 0}]
+
+
+def test_nvidia_smi_lists_running_schedulers(tp2, tmp_path):
+    config = tmp_path / "smi.json"
+    config.write_text(json.dumps({"gpu_count": 2, "device_dir": str(tp2.gpu_dir)}))
+    apps = parse_csv(smi("--query-compute-apps=pid,process_name,used_gpu_memory,gpu_bus_id",
+                         "--format=csv,noheader,nounits", config=config).stdout)
+    titles = tp2.by_title()
+    assert sorted(int(a[0]) for a in apps) == sorted([titles["sglang::scheduler_TP0"], titles["sglang::scheduler_TP1"]])
+    assert {a[1] for a in apps} == {"sglang::scheduler_TP0", "sglang::scheduler_TP1"}
+    assert all(int(a[2]) == int(97887 * 0.88) for a in apps)
+    used = parse_csv(smi("--query-gpu=index,memory.used,memory.free", "--format=csv,noheader,nounits",
+                         config=config).stdout)
+    assert used == [["0", "86140", "11747"], ["1", "86140", "11747"]]
+    assert "sglang::scheduler_TP0" in smi(config=config).stdout
+
+
+def test_second_server_on_same_gpus_fails_with_cuda_oom(tp2, servers):
+    second = servers("--tp", "2", gpu_dir=tp2.gpu_dir)
+    rc = second.wait_exit(timeout=15)
+    assert rc != 0
+    log = second.log()
+    # whichever rank fails first takes the tree down (as in SGLang)
+    oom = re.search(r"torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate 2\.00 GiB\. "
+                    r"GPU (\d) has a total capacity of 95\.59 GiB .*? Process (\d+) has", log)
+    assert oom, log
+    holder = tp2.by_title()["sglang::scheduler_TP%s" % oom.group(1)]
+    assert int(oom.group(2)) == holder
+    assert "Rank 0 scheduler is dead" in log or "Received sigquit from a child process" in log
+    wait_for(lambda: not second.members(), 5, what="second tree gone")
+    assert tp2.get("/health")[0] == 200  # the first server is untouched
+
+
+# --------------------------------------------------------------------------- lifecycle
+def test_sigterm_drains_in_flight_request_then_tree_is_gone(servers):
+    server = servers(env={"SGLANG_DOUBLE_GENERATE_SECONDS": "0.8"})
+    server.wait_ready()
+    titles = server.by_title()
+    assert "sglang::scheduler" in titles  # tp=1: SGLang adds no _TP suffix
+    result = {}
+
+    def slow_chat():
+        result["chat"] = server.request("POST", "/v1/chat/completions",
+                                        body={"messages": [{"role": "user", "content": "hi"}]})
+
+    worker = threading.Thread(target=slow_chat)
+    worker.start()
+    load = wait_for(lambda: [x for x in json.loads(server.get("/get_load")[1]) if x["num_reqs"] == 1], 3,
+                    what="request in flight")
+    assert load[0]["num_waiting_reqs"] == 0 and load[0]["num_tokens"] > 0
+    os.kill(server.pid, signal.SIGTERM)
+    # draining: no longer healthy, port still open
+    wait_for(lambda: server.get("/health")[0] == 503, 3, what="/health 503 while draining")
+    worker.join(timeout=5)
+    assert result["chat"][0] == 200 and b"Hello from the SGLang test double." in result["chat"][1]
+    assert server.wait_exit(timeout=10) == 0
+    wait_for(lambda: not server.members(), 5, what="whole tree gone")
+    assert not server.port_open()
+    assert "Gracefully exiting... Remaining number of requests 1." in server.log()
+
+
+def test_exit_style_sglang_ends_with_sigkill(servers):
+    server = servers("--tp", "2", env={"SGLANG_DOUBLE_EXIT_STYLE": "sglang"})
+    server.wait_ready()
+    os.kill(server.pid, signal.SIGTERM)
+    assert server.wait_exit(timeout=10) == -signal.SIGKILL  # as 0.5.9's kill_process_tree(include_parent=True)
+    wait_for(lambda: not server.members(), 5, what="whole tree gone")
+
+
+def test_dp2_starts_controller_and_schedulers(servers):
+    server = servers("--dp", "2")
+    server.wait_ready()
+    titles = server.by_title()
+    controller = titles["sglang::data_parallel_controller"]
+    assert ppid_of(controller) == server.pid
+    for dp in (0, 1):
+        pid = titles["sglang::scheduler_DP%d" % dp]
+        assert ppid_of(pid) == controller
+        assert server.state("scheduler_DP%d" % dp)["gpu_id"] == dp
+        assert locked_by_someone(server.gpu_dir / ("nvidia%d" % dp))
+    assert len([t for t in titles if t.startswith("sglang::scheduler")]) == 2
+    assert json.loads(server.get("/get_load")[1])[1]["dp_rank"] == 1
+    os.kill(server.pid, signal.SIGTERM)
+    assert server.wait_exit(timeout=10) == 0
+    wait_for(lambda: not server.members(), 5, what="whole tree gone")
+
+
+def test_c01_dp_schedulers_survive_launcher_and_controller_kill(servers, tmp_path, subreaper):
+    server = servers("--tp", "2", "--dp", "2", "--enable-dp-attention", "--ep", "2")
+    server.wait_ready()
+    titles = server.by_title()
+    controller = titles["sglang::data_parallel_controller"]
+    schedulers = {t: p for t, p in titles.items() if t.startswith("sglang::scheduler")}
+    assert sorted(schedulers) == ["sglang::scheduler_DP0_TP0_EP0", "sglang::scheduler_DP1_TP1_EP1"]
+    os.kill(server.pid, signal.SIGKILL)
+    os.kill(controller, signal.SIGKILL)
+    server.wait_exit(timeout=5)
+    wait_for(lambda: not alive(controller), 5, what="controller gone")
+    time.sleep(0.3)
+    for title, pid in schedulers.items():
+        assert alive(pid), title
+        # re-parented to the nearest subreaper (this pytest process) or PID 1
+        assert ppid_of(pid) == (os.getpid() if subreaper else 1)
+        assert cmdline(pid) == [title.encode()]
+    assert locked_by_someone(server.gpu_dir / "nvidia0") and locked_by_someone(server.gpu_dir / "nvidia1")
+    config = tmp_path / "smi.json"
+    config.write_text(json.dumps({"gpu_count": 2, "device_dir": str(server.gpu_dir)}))
+    apps = parse_csv(smi("--query-compute-apps=pid,process_name", "--format=csv,noheader", config=config).stdout)
+    assert sorted(int(a[0]) for a in apps) == sorted(schedulers.values())
+
+
+# --------------------------------------------------------------------------- failure injection
+def test_fail_crash_during_load(servers):
+    server = servers(env={"SGLANG_DOUBLE_FAIL": "crash_during_load", "SGLANG_DOUBLE_LOAD_SECONDS": "1.0"})
+    opened = False
+    while server.proc.poll() is None:
+        opened = opened or server.port_open()
+        time.sleep(0.03)
+    assert server.proc.returncode == 1 and not opened
+    log = server.log()
+    assert "Traceback (most recent call last)" in log and "SimulatedCrash" in log
+    assert 0.4 <= time.monotonic() - server.started < 5
+    wait_for(lambda: not server.members(), 5, what="whole tree gone")
+
+
+def test_fail_never_healthy(servers):
+    server = servers(env={"SGLANG_DOUBLE_FAIL": "never_healthy"})
+    wait_for(server.port_open, 10, what="port open")
+    time.sleep(1.0)  # well past load + warm-up
+    assert server.get("/health")[0] == 503
+    assert server.get("/v1/models")[0] == 200
+    assert server.request("POST", "/generate", body={"text": "x"})[0] == 503
+    assert "fired up" not in server.log()
+
+
+def test_fail_health_500(servers):
+    server = servers(env={"SGLANG_DOUBLE_FAIL": "health_500"})
+    wait_for(lambda: server.get("/health")[0] == 500, 10, what="/health 500")
+    assert server.get("/v1/models")[0] == 200
+
+
+def test_fail_child_ignores_sigterm_needs_sigkill(servers):
+    server = servers("--tp", "2", env={"SGLANG_DOUBLE_FAIL": "child_ignores_sigterm",
+                                       "SGLANG_DOUBLE_HEALTH_TIMEOUT": "0.3"})
+    server.wait_ready()
+    titles = server.by_title()
+    tp0, tp1 = titles["sglang::scheduler_TP0"], titles["sglang::scheduler_TP1"]
+    assert server.state("scheduler_TP0")["ignores_sigterm"] is True
+    assert server.state("scheduler_TP0")["pdeathsig"] is False
+    os.kill(tp0, signal.SIGTERM)
+    os.kill(tp1, signal.SIGTERM)
+    wait_for(lambda: not alive(tp1), 2, what="TP1 to exit on SIGTERM")
+    time.sleep(0.3)
+    assert alive(tp0)
+    # a scheduler died silently: /health times out (SGLang: 20 s) and answers 503
+    assert server.get("/health")[0] == 503
+    assert "Health check failed." in server.log()
+    t = time.monotonic()
+    os.kill(server.pid, signal.SIGTERM)
+    assert server.wait_exit(timeout=10) == 0
+    assert time.monotonic() - t >= 1.8  # the 2 s grace before SIGKILL
+    assert "ignored SIGTERM and were killed" in server.log()
+    wait_for(lambda: not server.members(), 5, what="whole tree gone")
+
+
+def test_fail_child_ignores_sigterm_survives_launcher_sigkill(servers):
+    server = servers("--tp", "2", env={"SGLANG_DOUBLE_FAIL": "child_ignores_sigterm"})
+    server.wait_ready()
+    titles = server.by_title()
+    os.kill(server.pid, signal.SIGKILL)
+    server.wait_exit(timeout=5)
+    wait_for(lambda: not alive(titles["sglang::scheduler_TP1"]), 3, what="TP1 to die with its parent")
+    wait_for(lambda: not alive(titles["sglang::detokenizer"]), 3, what="detokenizer to die with its parent")
+    assert alive(titles["sglang::scheduler_TP0"])  # no death signal: a stray holding GPU 0
+    assert locked_by_someone(server.gpu_dir / "nvidia0")
+
+
+# --------------------------------------------------------------------------- tools, auth, multi-node
+def _write_exe(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+def test_tools_checked_at_load(servers, tmp_path):
+    bin_dir, cuda = tmp_path / "venv-bin", tmp_path / "cuda-13.0"
+    _write_exe(bin_dir / "ninja", "#!/bin/sh\necho 1.11.1\n")
+    _write_exe(cuda / "bin" / "nvcc", "#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n")
+    tools_env = {"SGLANG_DOUBLE_REQUIRE_TOOLS": "1", "PATH": "%s:/usr/bin:/bin" % bin_dir, "CUDA_HOME": str(cuda)}
+    good = servers(env=tools_env)
+    good.wait_ready()
+    checks = good.state("main")["tool_checks"]
+    assert checks["ninja"]["path"] == str(bin_dir / "ninja") and checks["ninja"]["output"] == "1.11.1"
+    assert checks["nvcc"]["path"] == str(cuda / "bin" / "nvcc") and "release 13.0" in checks["nvcc"]["output"]
+    assert good.state("scheduler")["tool_checks"]["ninja"]["returncode"] == 0
+
+    no_ninja = servers(env=dict(tools_env, PATH=str(tmp_path / "empty")))
+    assert no_ninja.wait_exit(timeout=10) != 0
+    assert "Ninja is required to load C++ extensions" in no_ninja.log()
+    no_nvcc = servers(env=dict(tools_env, CUDA_HOME=str(tmp_path / "no-cuda")))
+    assert no_nvcc.wait_exit(timeout=10) != 0
+    assert "Could not find nvcc at %s" % (tmp_path / "no-cuda" / "bin" / "nvcc") in no_nvcc.log()
+    for server in (no_ninja, no_nvcc):
+        wait_for(lambda: not server.members(), 5, what="failed tree gone")
+
+
+def test_api_key_protects_everything_but_health(servers):
+    server = servers("--api-key", "sk-test")
+    server.wait_ready()
+    assert server.get("/v1/models")[0] == 401
+    assert server.get("/get_server_info")[0] == 401
+    assert server.get("/v1/models", headers={"Authorization": "Bearer wrong"})[0] == 401
+    assert server.get("/v1/models", headers={"Authorization": "Bearer sk-test"})[0] == 200
+    assert server.request("POST", "/v1/chat/completions", body={"messages": [{"role": "user", "content": "x"}]},
+                          headers={"Authorization": "Bearer sk-test"})[0] == 200
+    assert server.get("/health")[0] == 200
+
+
+def test_nonzero_node_rank_serves_dummy_health(servers):
+    server = servers("--tp", "2", "--nnodes", "2", "--node-rank", "1", "--dist-init-addr", "127.0.0.1:5000")
+    server.wait_ready()
+    titles = server.by_title()
+    assert "sglang::scheduler_TP1" in titles and "sglang::scheduler_TP0" not in titles
+    assert "sglang::detokenizer" not in titles
+    assert server.state("scheduler_TP1")["gpu_id"] == 0
+    assert server.get("/v1/models")[0] == 404
+
+
+# --------------------------------------------------------------------------- nvidia-smi stand-in
+def test_nvidia_smi_reference_profile_queries(tmp_path):
+    absent = tmp_path / "absent.json"  # no file: the reference host's defaults
+    assert smi("-L", config=absent).stdout.count("NVIDIA RTX PRO 6000 Blackwell Server Edition") == 8
+    (tmp_path / "dev").mkdir()  # only the device dir set (/dev may be held by another double)
+    config = tmp_path / "smi.json"
+    config.write_text(json.dumps({"device_dir": str(tmp_path / "dev")}))
+    rows = parse_csv(smi("--query-gpu=index,name,uuid,memory.total,memory.used,memory.free,compute_cap,"
+                         "driver_version,pci.bus_id", "--format=csv", config=config).stdout)
+    assert rows[0] == ["index", "name", "uuid", "memory.total [MiB]", "memory.used [MiB]", "memory.free [MiB]",
+                       "compute_cap", "driver_version", "pci.bus_id"]
+    assert len(rows) == 9
+    for i, row in enumerate(rows[1:]):
+        assert row[0] == str(i) and row[1] == "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+        assert row[2].startswith("GPU-") and len(row[2]) == 40
+        assert row[3:6] == ["97887 MiB", "0 MiB", "97887 MiB"]
+        assert row[6:8] == ["12.0", "580.95.05"] and row[8].startswith("00000000:")
+    assert len({r[2] for r in rows[1:]}) == 8
+    nounits = parse_csv(smi("--query-gpu=memory.total,compute_cap,index", "--format=csv,noheader,nounits",
+                            config=config).stdout)
+    assert nounits[0] == ["97887", "12.0", "0"] and len(nounits) == 8
+    one = parse_csv(smi("-i", "3", "--query-gpu=index", "--format=csv,noheader", config=config).stdout)
+    assert one == [["3"]]
+    listing = smi("-L", config=config).stdout.splitlines()
+    assert len(listing) == 8 and listing[0].startswith("GPU 0: NVIDIA RTX PRO 6000 Blackwell Server Edition (UUID: GPU-")
+    assert smi("--query-compute-apps=gpu_uuid,pid,process_name,used_gpu_memory", "--format=csv",
+               config=config).stdout == "gpu_uuid, pid, process_name, used_gpu_memory [MiB]\n"
+    table = smi(config=config).stdout
+    assert "| NVIDIA-SMI 580.95.05              Driver Version: 580.95.05      CUDA Version: 13.0     |" in table
+    assert "|   0  NVIDIA RTX PRO 6000 Blac...    On  |" in table
+    assert "|        0MiB / 97887MiB |" in table and "No running processes found" in table
+    assert smi("--version", config=config).stdout.startswith("NVIDIA-SMI version  : 580.95.05")
+
+
+def test_nvidia_smi_topology_pcie_and_nvlink(tmp_path):
+    pcie = smi("topo", "-m", config=tmp_path / "absent.json").stdout
+    lines = pcie.splitlines()
+    assert lines[0] == "\t" + "\t".join("GPU%d" % i for i in range(8)) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"
+    matrix = [line.split("\t") for line in lines[1:9]]
+    links = {cell for row in matrix for cell in row[1:9]} - {" X "}
+    assert links == {"PIX", "PXB", "NODE", "SYS"}  # PCIe only: no NV#
+    assert all(row[i + 1] == " X " for i, row in enumerate(matrix))
+    assert all(matrix[i][j + 1] == matrix[j][i + 1] for i in range(8) for j in range(8))
+    assert [row[10] for row in matrix] == ["0"] * 4 + ["1"] * 4
+    assert "  NV#  = Connection traversing a bonded set of # NVLinks" in lines
+    nv_config = tmp_path / "nv.json"
+    nv_config.write_text(json.dumps({"profile": "h200-nvlink", "gpu_count": 2}))
+    nvlink = smi("topo", "-m", config=nv_config).stdout
+    fixture = Path("/work/shared/fixtures/nvidia-smi/h200x2/topo_m.txt")
+    if fixture.exists():
+        assert nvlink == fixture.read_text()
+    assert "GPU0\t X \tNV18\t" in nvlink
+    nv8 = tmp_path / "nv8.json"
+    nv8.write_text(json.dumps({"profile": "h200-nvlink", "gpu_count": 8}))
+    rows = [line.split("\t") for line in smi("topo", "-m", config=nv8).stdout.splitlines()[1:9]]
+    assert {cell for row in rows for cell in row[1:9]} == {" X ", "NV18"}
+
+
+def test_nvidia_smi_holders_and_errors(tmp_path):
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for i in range(2):
+        (dev / ("nvidia%d" % i)).touch()
+    config = tmp_path / "smi.json"
+    config.write_text(json.dumps({"profile": "h200-nvlink", "gpu_count": 2, "device_dir": str(dev)}))
+    holder = subprocess.Popen([PY, "-c", "import sys, time; f = open(sys.argv[1]); print('ok', flush=True); "
+                               "time.sleep(30)", str(dev / "nvidia1")], stdout=subprocess.PIPE)
+    try:
+        holder.stdout.readline()
+        apps = parse_csv(smi("--query-compute-apps=gpu_uuid,pid,used_gpu_memory", "--format=csv",
+                             config=config).stdout)
+        assert apps[0] == ["gpu_uuid", "pid", "used_gpu_memory [MiB]"]
+        assert apps[1] == ["GPU-4f3f9924-c31b-11ce-1a00-cd855da98952", str(holder.pid), "%d MiB" % int(143771 * 0.88)]
+        mem = parse_csv(smi("--query-gpu=index,memory.used,memory.total", "--format=csv,noheader,nounits",
+                            config=config).stdout)
+        assert mem == [["0", "0", "143771"], ["1", str(int(143771 * 0.88)), "143771"]]
+        table = smi(config=config).stdout
+        assert "|    1   N/A  N/A %16d      C   " % holder.pid in table
+    finally:
+        holder.kill()
+        holder.wait()
+    direct = subprocess.run([str(NVIDIA_SMI), "-L"], capture_output=True, text=True,
+                            env=dict(os.environ, INFEROPS_NVIDIA_SMI_CONFIG=str(config)))
+    assert direct.returncode == 0 and direct.stdout.count("NVIDIA H200") == 2  # "#!/bin/sh" re-runs python3
+    bad = smi("--no-such-option", config=config, check=False)
+    assert bad.returncode == 2 and "Invalid combination of input arguments" in bad.stdout
+    bad_field = smi("--query-gpu=index,bogus", "--format=csv", config=config, check=False)
+    assert bad_field.returncode == 2 and 'Field "bogus" is not a valid field to query.' in bad_field.stdout
+    no_format = smi("--query-gpu=index", config=config, check=False)
+    assert no_format.returncode == 2
+
+
+# --------------------------------------------------------------------------- installer
+def test_install_into_venv_then_serve_from_it(tmp_path, servers):
+    venv = tmp_path / "ml-env"
+    base_python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+    subprocess.run([base_python, "-m", "venv", "--without-pip", str(venv)], check=True)
+    cuda, smi_path, smi_cfg, gpu_dir = tmp_path / "cuda-13.0", tmp_path / "sbin" / "nvidia-smi", \
+        tmp_path / "smi.json", tmp_path / "dev"
+    cmd = [PY, str(HERE / "install.py"), "--venv", str(venv), "--gpus", "2", "--cuda-root", str(cuda),
+           "--nvidia-smi", str(smi_path), "--nvidia-smi-config", str(smi_cfg), "--gpu-dir", str(gpu_dir)]
+    first = subprocess.run(cmd, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout.splitlines()[-1])["changed"] is True
+    again = subprocess.run(cmd, capture_output=True, text=True)
+    assert json.loads(again.stdout.splitlines()[-1])["changed"] is False  # idempotent
+
+    vpy = str(venv / "bin" / "python")
+    clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    outside = dict(cwd=str(tmp_path), capture_output=True, text=True, env=clean_env)
+    helped = subprocess.run([vpy, "-m", "sglang.launch_server", "--help"], **outside)
+    assert helped.returncode == 0 and "--cuda-graph-max-bs" in helped.stdout
+    ver = subprocess.run([vpy, "-c", "import importlib.metadata as m, sglang; "
+                          "print(m.version('sglang'), sglang.__file__)"], **outside)
+    assert ver.stdout.split()[0] == "0.5.9" and ver.stdout.split()[1].startswith(str(venv))
+    assert subprocess.run([str(venv / "bin" / "sglang"), "version"], **outside).stdout.startswith("sglang version: 0.5.9")
+    assert subprocess.run([str(venv / "bin" / "ninja"), "--version"], **outside).stdout.strip() == "1.11.1"
+    assert "release 13.0, V13.0" in subprocess.run([str(cuda / "bin" / "nvcc"), "--version"], **outside).stdout
+    assert "release 13.0" in subprocess.run([str(cuda / "bin" / "ptxas"), "--version"], **outside).stdout
+    assert json.loads((cuda / "version.json").read_text())["cuda"]["version"].startswith("13.0.")
+    assert (cuda / "lib64").is_dir()
+    assert sorted(os.listdir(gpu_dir)) == ["nvidia0", "nvidia1", "nvidiactl"]
+    assert all(os.stat(gpu_dir / n).st_mode & 0o777 == 0o666 for n in os.listdir(gpu_dir))
+    cfg = json.loads(smi_cfg.read_text())
+    assert (cfg["gpu_count"], cfg["device_dir"], cfg["topology"]) == (2, str(gpu_dir), "pcie")
+    assert subprocess.run([str(smi_path), "-L"], env=dict(clean_env, INFEROPS_NVIDIA_SMI_CONFIG=str(smi_cfg)),
+                          capture_output=True, text=True).stdout.count("GPU ") == 2
+
+    # C05: started through the console script with the unit's literal PATH and CUDA_HOME
+    server = servers("--tp", "2", launcher=[str(venv / "bin" / "sglang"), "serve"], gpu_dir=gpu_dir, env={
+        "PYTHONPATH": None, "SGLANG_DOUBLE_REQUIRE_TOOLS": "1", "CUDA_HOME": str(cuda),
+        "PATH": "%s:%s:/usr/bin:/bin" % (venv / "bin", cuda / "bin")})
+    server.wait_ready()
+    checks = server.state("main")["tool_checks"]
+    assert checks["ninja"]["path"] == str(venv / "bin" / "ninja")
+    assert checks["nvcc"]["path"] == str(cuda / "bin" / "nvcc")
+    assert cmdline(server.pid)[1:3] == [str(venv / "bin" / "sglang").encode(), b"serve"]
+    apps = subprocess.run([str(smi_path), "--query-compute-apps=process_name", "--format=csv,noheader"],
+                          env=dict(clean_env, INFEROPS_NVIDIA_SMI_CONFIG=str(smi_cfg)),
+                          capture_output=True, text=True).stdout.split()
+    assert sorted(apps) == ["sglang::scheduler_TP0", "sglang::scheduler_TP1"]
+    os.kill(server.pid, signal.SIGTERM)
+    assert server.wait_exit(timeout=10) == 0

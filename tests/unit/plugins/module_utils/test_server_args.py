@@ -1,0 +1,403 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
+    REDACTED,
+    SECRET_FLAGS,
+    args_to_argv,
+    argv_to_args,
+    diff_args,
+    environment_file_line,
+    flag_from_parser_message,
+    is_secret_flag,
+    normalize_flag,
+    redact_argv,
+    secret_values,
+    systemd_command_line,
+    systemd_quote,
+)
+
+REFERENCE_LINE = (
+    '/root/ml-env/bin/python3 -m sglang.launch_server --model-path /shared/kimi-k2.5-int4 --tp 8 '
+    '--trust-remote-code --cuda-graph-max-bs 128 --disable-custom-all-reduce --attention-backend flashinfer '
+    '--enable-flashinfer-allreduce-fusion --speculative-algorithm EAGLE3 --speculative-draft-model-path '
+    '/data/eagle3/output_100k_sglang/4 --speculative-num-steps 2 --speculative-eagle-topk 1 '
+    '--mem-fraction-static 0.88'
+)
+SHARED_REFERENCE = Path('/work/shared/reference/launch_command.txt')
+
+REFERENCE_ARGS = {
+    'model-path': '/shared/kimi-k2.5-int4',
+    'tp': 8,
+    'trust-remote-code': True,
+    'cuda-graph-max-bs': 128,
+    'disable-custom-all-reduce': True,
+    'attention-backend': 'flashinfer',
+    'enable-flashinfer-allreduce-fusion': True,
+    'speculative-algorithm': 'EAGLE3',
+    'speculative-draft-model-path': '/data/eagle3/output_100k_sglang/4',
+    'speculative-num-steps': 2,
+    'speculative-eagle-topk': 1,
+    'mem-fraction-static': 0.88,
+}
+
+
+def reference_argv():
+    return shlex.split(REFERENCE_LINE)[3:]
+
+
+def test_embedded_reference_matches_shared_file():
+    if not SHARED_REFERENCE.exists():
+        pytest.skip('%s is not on this machine' % SHARED_REFERENCE)
+    assert SHARED_REFERENCE.read_text().strip() == REFERENCE_LINE
+
+
+# --- normalize_flag -------------------------------------------------------------------
+
+@pytest.mark.parametrize('key, expected', [
+    ('model-path', 'model-path'),
+    ('model_path', 'model-path'),
+    ('tp', 'tp'),
+    ('json_model_override_args', 'json-model-override-args'),
+])
+def test_normalize_flag(key, expected):
+    assert normalize_flag(key) == expected
+
+
+@pytest.mark.parametrize('key, fragment', [
+    ('', 'empty'),
+    ('   ', 'empty'),
+    ('--model-path', "starts with '-'"),
+    ('-tp', "starts with '-'"),
+    ('model path', 'whitespace'),
+    ('model\tpath', 'whitespace'),
+    ('tp=8', "'='"),
+    (8, 'must be strings'),
+    (None, 'must be strings'),
+])
+def test_normalize_flag_rejects(key, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        normalize_flag(key)
+
+
+# --- args_to_argv -----------------------------------------------------------------------
+
+@pytest.mark.parametrize('mapping, expected', [
+    ({'trust-remote-code': True}, ['--trust-remote-code']),
+    ({'trust-remote-code': False}, []),
+    ({'served-model-name': None}, []),
+    ({'tp': 8}, ['--tp', '8']),
+    ({'tp': 0}, ['--tp', '0']),
+    ({'mem-fraction-static': 0.88}, ['--mem-fraction-static', '0.88']),
+    ({'mem-fraction-static': 0.1 + 0.2}, ['--mem-fraction-static', '0.30000000000000004']),
+    ({'ratio': 1.0}, ['--ratio', '1']),
+    ({'ratio': 2.5e-05}, ['--ratio', '2.5e-05']),
+    ({'seed': -1}, ['--seed', '-1']),
+    ({'model-path': '/m'}, ['--model-path', '/m']),
+    ({'model_path': '/m'}, ['--model-path', '/m']),
+    ({'cuda-graph-bs-decode': [1, 2, 4]}, ['--cuda-graph-bs-decode', '1', '2', '4']),
+    ({'lora-paths': ('a=/x', 'b=/y')}, ['--lora-paths', 'a=/x', 'b=/y']),
+    ({'lora-paths': []}, []),
+    ({'flags': [True, 0.5]}, ['--flags', 'true', '0.5']),
+    ({'json-model-override-args': {'architectures': ['X'], 'n': 1}},
+     ['--json-model-override-args', '{"architectures":["X"],"n":1}']),
+    ({'model-path': 'with space'}, ['--model-path', 'with space']),
+    ({}, []),
+    (None, []),
+])
+def test_args_to_argv(mapping, expected):
+    assert args_to_argv(mapping) == expected
+
+
+def test_args_to_argv_keeps_order_on_reference():
+    assert args_to_argv(REFERENCE_ARGS) == reference_argv()
+
+
+@pytest.mark.parametrize('mapping, fragment', [
+    ({'': 1}, 'empty'),
+    ({'--tp': 8}, "starts with '-'"),
+    ({'model path': 'x'}, 'whitespace'),
+    ({'model-path': '/a', 'model_path': '/b'}, 'given twice'),
+    ({'tp': object()}, 'unsupported value'),
+    ({'tp': [None]}, 'must not be null'),
+    ([('tp', 8)], 'must be a mapping'),
+])
+def test_args_to_argv_rejects(mapping, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        args_to_argv(mapping)
+
+
+@pytest.mark.parametrize('flag', list(SECRET_FLAGS) + ['api_key'])
+def test_args_to_argv_refuses_secrets(flag):
+    with pytest.raises(ValueError, match='secret') as err:
+        args_to_argv({'model-path': '/m', flag: 'hunter2'})
+    assert 'hunter2' not in str(err.value)
+
+
+def test_args_to_argv_secrets_when_allowed():
+    assert args_to_argv({'api-key': 'hunter2'}, allow_secrets=True) == ['--api-key', 'hunter2']
+
+
+@pytest.mark.parametrize('value, secret', [
+    ('{"key": "k"}', True),
+    ('  {"key": "k"}', True),
+    ({'key': 'k'}, True),
+    ('/etc/sglang/watermark.json', False),
+])
+def test_watermark_config_secret_only_inline(value, secret):
+    assert is_secret_flag('watermark-config', value) is secret
+    if secret:
+        with pytest.raises(ValueError, match='secret'):
+            args_to_argv({'watermark-config': value})
+    else:
+        assert args_to_argv({'watermark-config': value}) == ['--watermark-config', value]
+
+
+@pytest.mark.parametrize('flag, secret', [
+    ('api-key', True),
+    ('--api-key', True),
+    ('--api_key', True),
+    ('--api-key=x', True),
+    ('admin-api-key', True),
+    ('ssl-keyfile-password', True),
+    ('ssl-keyfile', False),
+    ('model-path', False),
+    ('max-total-tokens', False),
+])
+def test_is_secret_flag(flag, secret):
+    assert is_secret_flag(flag) is secret
+
+
+# --- argv_to_args -----------------------------------------------------------------------
+
+def test_argv_to_args_reference():
+    args = argv_to_args(reference_argv())
+    assert list(args) == list(REFERENCE_ARGS)
+    assert args['tp'] == '8'
+    assert args['trust-remote-code'] is True
+    assert args['mem-fraction-static'] == '0.88'
+
+
+@pytest.mark.parametrize('tokens, expected', [
+    (['--a'], {'a': True}),
+    (['--a', 'x'], {'a': 'x'}),
+    (['--a', 'x', 'y'], {'a': ['x', 'y']}),
+    (['--a=x'], {'a': 'x'}),
+    (['--a=x=y'], {'a': 'x=y'}),
+    (['--a='], {'a': ''}),
+    (['--seed', '-1'], {'seed': '-1'}),
+    (['--bias', '-0.5'], {'bias': '-0.5'}),
+    (['--x', '-.5', '-1e-3'], {'x': ['-.5', '-1e-3']}),
+    (['--a', '--b'], {'a': True, 'b': True}),
+    (['--a', '1', '--a', '2'], {'a': '2'}),
+    (['--b', '--a', '1', '--b', '3'], {'a': '1', 'b': '3'}),
+    (['stray', '--a'], {'': 'stray', 'a': True}),
+    (['--a', ''], {'a': ''}),
+    ([], {}),
+])
+def test_argv_to_args(tokens, expected):
+    result = argv_to_args(tokens)
+    assert result == expected
+    assert list(result) == list(expected)
+
+
+@pytest.mark.parametrize('mapping', [
+    REFERENCE_ARGS,
+    {'cuda-graph-bs-decode': [1, 2, 4], 'trust-remote-code': True, 'seed': -1},
+    {'json-model-override-args': {'a': {'b': [1, 2]}}},
+])
+def test_round_trip(mapping):
+    argv = args_to_argv(mapping)
+    back = argv_to_args(argv)
+    assert args_to_argv(back) == argv
+    assert diff_args(mapping, back) == {'added': {}, 'removed': {}, 'changed': {},
+                                        'unchanged_count': len(mapping)}
+
+
+def test_round_trip_reference_argv():
+    argv = reference_argv()
+    assert args_to_argv(argv_to_args(argv)) == argv
+
+
+# --- diff_args ----------------------------------------------------------------------------
+
+def test_diff_reference_against_corrected():
+    old = argv_to_args(reference_argv())
+    corrected = [t if t != '--cuda-graph-max-bs' else '--cuda-graph-max-bs-decode' for t in reference_argv()]
+    corrected += ['--host', '127.0.0.1']
+    corrected[corrected.index('0.88')] = '0.85'
+    new = argv_to_args(corrected)
+    diff = diff_args(old, new)
+    assert diff['added'] == {'cuda-graph-max-bs-decode': '128', 'host': '127.0.0.1'}
+    assert diff['removed'] == {'cuda-graph-max-bs': '128'}
+    assert diff['changed'] == {'mem-fraction-static': {'old': '0.88', 'new': '0.85'}}
+    assert diff['unchanged_count'] == len(old) - 2
+
+
+@pytest.mark.parametrize('old, new, expected', [
+    ({}, {}, {'added': {}, 'removed': {}, 'changed': {}, 'unchanged_count': 0}),
+    ({'tp': '8'}, {'tp': 8}, {'added': {}, 'removed': {}, 'changed': {}, 'unchanged_count': 1}),
+    ({'tp_size': '8'}, {'tp-size': '8'}, {'added': {}, 'removed': {}, 'changed': {}, 'unchanged_count': 1}),
+    ({'m': '0.88'}, {'m': 0.88}, {'added': {}, 'removed': {}, 'changed': {}, 'unchanged_count': 1}),
+    ({'a': True}, {'a': 'x'}, {'added': {}, 'removed': {}, 'changed': {'a': {'old': True, 'new': 'x'}},
+                               'unchanged_count': 0}),
+    ({'l': ['1', '2']}, {'l': [1, 2]}, {'added': {}, 'removed': {}, 'changed': {}, 'unchanged_count': 1}),
+    ({'l': ['1', '2']}, {'l': [2, 1]}, {'added': {}, 'removed': {},
+                                        'changed': {'l': {'old': ['1', '2'], 'new': [2, 1]}},
+                                        'unchanged_count': 0}),
+    (None, {'a': True}, {'added': {'a': True}, 'removed': {}, 'changed': {}, 'unchanged_count': 0}),
+])
+def test_diff_args(old, new, expected):
+    assert diff_args(old, new) == expected
+
+
+# --- redaction -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('tokens, expected', [
+    (['--api-key', 'k1', '--tp', '8'], ['--api-key', REDACTED, '--tp', '8']),
+    (['--api-key=k1'], ['--api-key=' + REDACTED]),
+    (['--admin-api-key', 'k2'], ['--admin-api-key', REDACTED]),
+    (['--api-k', 'k3'], ['--api-k', REDACTED]),        # argparse abbreviation
+    (['--api-keyy', 'k4'], ['--api-keyy', REDACTED]),  # misspelling argparse would report
+    (['--ssl-keyfile-password', 'p'], ['--ssl-keyfile-password', REDACTED]),
+    (['--ssl-keyfile', '/k.pem'], ['--ssl-keyfile', '/k.pem']),
+    (['--watermark-config', '{"key":"w"}'], ['--watermark-config', REDACTED]),
+    (['--watermark-config', '/w.json'], ['--watermark-config', '/w.json']),
+    (['--api', 'x'], ['--api', 'x']),  # too short to count as an abbreviation
+    (['--ap=x'], ['--ap=' + REDACTED]),  # argparse would echo it whole as ambiguous
+    (['--a=x'], ['--a=' + REDACTED]),
+    (['--b=x'], ['--b=x']),
+])
+def test_redact_argv(tokens, expected):
+    assert redact_argv(tokens) == expected
+
+
+def test_secret_values():
+    tokens = ['--model-path', '/m', '--api-key', 'k1', '--admin-api-key=k2', '--api-key', '']
+    assert secret_values(tokens) == ['k1', 'k2']
+
+
+# --- systemd_quote -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize('token, expected', [
+    ('--tp', '--tp'),
+    ('/shared/kimi-k2.5-int4', '/shared/kimi-k2.5-int4'),
+    ('0.88', '0.88'),
+    ('', '""'),
+    ('two words', '"two words"'),
+    ('tab\there', '"tab\\there"'),
+    ('new\nline', '"new\\nline"'),
+    ('cr\rhere', '"cr\\rhere"'),
+    ('bell\x07', '"bell\\x07"'),
+    ('say "hi"', '"say \\"hi\\""'),
+    ("it's", '"it\'s"'),
+    ('back\\slash', '"back\\\\slash"'),
+    ('100%', '100%%'),
+    ('%h/models', '%%h/models'),
+    ('$HOME', '$$HOME'),
+    ('${FOO}', '$${FOO}'),
+    ('a $b %c', '"a $$b %%c"'),
+    (';', '\\;'),
+    ('a;b', 'a;b'),
+    ('{"a":1}', '"{\\"a\\":1}"'),
+    (8, '8'),
+])
+def test_systemd_quote(token, expected):
+    assert systemd_quote(token) == expected
+
+
+def test_systemd_command_line_reference():
+    line = systemd_command_line(shlex.split(REFERENCE_LINE))
+    assert line == REFERENCE_LINE
+
+
+def test_systemd_command_line_json():
+    argv = args_to_argv({'json-model-override-args': {'rope_scaling': {'factor': 2.0}}})
+    assert systemd_command_line(argv) == '--json-model-override-args "{\\"rope_scaling\\":{\\"factor\\":2.0}}"'
+
+
+# --- environment_file_line -----------------------------------------------------------------------
+
+@pytest.mark.parametrize('name, value, expected', [
+    ('CUDA_HOME', '/usr/local/cuda-13.0', 'CUDA_HOME="/usr/local/cuda-13.0"'),
+    ('NCCL_P2P_LEVEL', 'SYS', 'NCCL_P2P_LEVEL="SYS"'),
+    ('EMPTY', '', 'EMPTY=""'),
+    ('NONE', None, 'NONE=""'),
+    ('N', 8, 'N="8"'),
+    ('F', 0.5, 'F="0.5"'),
+    ('B', True, 'B="true"'),
+    ('_X1', 'a b  c', '_X1="a b  c"'),
+    ('Q', 'say "hi"', 'Q="say \\"hi\\""'),
+    ('BS', 'C:\\path\\', 'BS="C:\\\\path\\\\"'),
+    ('D', '$HOME and ${X}', 'D="\\$HOME and \\${X}"'),
+    ('T', 'a`b`', 'T="a\\`b\\`"'),
+    ('P', '100%', 'P="100%"'),
+    ('S', "it's", 'S="it\'s"'),
+    ('H', '#not a comment', 'H="#not a comment"'),
+])
+def test_environment_file_line(name, value, expected):
+    assert environment_file_line(name, value) == expected
+
+
+@pytest.mark.parametrize('name, value, fragment', [
+    ('1ABC', 'x', 'invalid environment variable name'),
+    ('A-B', 'x', 'invalid environment variable name'),
+    ('', 'x', 'invalid environment variable name'),
+    ('A B', 'x', 'invalid environment variable name'),
+    (None, 'x', 'invalid environment variable name'),
+    ('A', 'line1\nline2', 'newline'),
+    ('A', 'x\ry', 'carriage return'),
+    ('A', 'x\x00y', 'NUL'),
+    ('A', ['x'], 'must be text or a number'),
+])
+def test_environment_file_line_rejects(name, value, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        environment_file_line(name, value)
+
+
+# --- flag_from_parser_message ---------------------------------------------------------------------
+
+TP_RESOLVED = [{'token': '--tp', 'option': '--tp-size', 'options': ['--tp-size', '--tensor-parallel-size']}]
+
+
+@pytest.mark.parametrize('message, resolved, expected', [
+    ('ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill',
+     None, '--cuda-graph-max-bs'),
+    ('ambiguous option: --cuda-graph-max-bs=128 could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill',
+     None, '--cuda-graph-max-bs'),
+    ('unrecognized arguments: --foo 1', None, '--foo'),
+    ('unrecognized arguments: --foo=1', None, '--foo'),
+    ('unrecognized arguments: 128 --bar', None, '--bar'),
+    ('unrecognized arguments: 128', None, None),
+    ('unrecognized arguments: -1 --baz', None, '--baz'),
+    ("argument --tp-size/--tensor-parallel-size: invalid int value: 'x'", None, '--tp-size'),
+    ("argument --tp-size/--tensor-parallel-size: invalid int value: 'x'", TP_RESOLVED, '--tp'),
+    ("argument --attention-backend: invalid choice: 'nope' (choose from 'triton', 'fa3')", None,
+     '--attention-backend'),
+    ('argument --tp-size/--tensor-parallel-size: expected one argument', None, '--tp-size'),
+    ('the following arguments are required: --model-path/--model', None, '--model-path'),
+    ('the following arguments are required: --a, --b', None, '--a'),
+    ("--config: ValueError: Config file not found: /x.yaml", None, '--config'),
+    ('--help: the parser printed its output and exited with status 0', None, '--help'),
+    ('something else entirely', None, None),
+    ('', None, None),
+    (None, None, None),
+])
+def test_flag_from_parser_message(message, resolved, expected):
+    assert flag_from_parser_message(message, resolved) == expected
+
+
+def test_args_to_argv_output_is_json_for_dicts():
+    argv = args_to_argv({'json-model-override-args': {'b': 1, 'a': [1, 2]}})
+    assert json.loads(argv[1]) == {'b': 1, 'a': [1, 2]}
+    assert ' ' not in argv[1]

@@ -1,0 +1,333 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+"""Unit tests for inferops.sglang.server_args_check.
+
+Most tests run the module's real check program in this Python against a tiny stand-in
+``sglang`` package written to a temporary directory (put on PYTHONPATH through the
+module's ``environment`` option), so the program's parsing, error capture, flag
+naming and secret masking are exercised without installing SGLang. The real SGLang
+parser is exercised by tests/integration/test_real_sglang_parser.py.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import sys
+import textwrap
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.common import warnings as ansible_warnings
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.inferops.sglang.plugins.modules import server_args_check
+
+STUB_SERVER_ARGS = textwrap.dedent('''
+    import argparse
+    import logging
+
+    logger = logging.getLogger("sglang.stub")
+
+
+    class _DeprecatedStoreTrue(argparse.Action):
+        def __init__(self, option_strings, dest, nargs=0, **kwargs):
+            super().__init__(option_strings, dest, nargs=nargs, **kwargs)
+
+        def __call__(self, parser, namespace, values, option_string=None):
+            logger.warning("\\033[1;33m'%s' is deprecated. Use '--new-flag' instead.\\033[0m" % option_string)
+            setattr(namespace, self.dest, True)
+
+
+    class ServerArgs:
+        @staticmethod
+        def add_cli_args(parser):
+            print("noise on stdout while building the parser")
+            parser.add_argument("--model-path", "--model", required=True)
+            parser.add_argument("--tp-size", "--tensor-parallel-size", type=int, default=1)
+            parser.add_argument("--trust-remote-code", action="store_true")
+            parser.add_argument("--cuda-graph-max-bs-decode", type=int)
+            parser.add_argument("--cuda-graph-max-bs-prefill", type=int)
+            parser.add_argument("--attention-backend", choices=["triton", "flashinfer"])
+            parser.add_argument("--mem-fraction-static", type=float)
+            parser.add_argument("--api-key")
+            parser.add_argument("--ssl-keyfile")
+            parser.add_argument("--old-flag", action=_DeprecatedStoreTrue,
+                                help="(Deprecated: use --new-flag) Old behaviour.")
+            parser.add_argument("--config", type=str)
+''')
+
+
+@pytest.fixture
+def stub_sglang(tmp_path):
+    """A directory holding a stand-in ``sglang`` 9.9.9 with ``sglang.srt.server_args``."""
+    root = tmp_path / 'site'
+    package = root / 'sglang' / 'srt'
+    package.mkdir(parents=True)
+    (root / 'sglang' / '__init__.py').write_text('')
+    (package / '__init__.py').write_text('')
+    (package / 'server_args.py').write_text(STUB_SERVER_ARGS)
+    dist = root / 'sglang-9.9.9.dist-info'
+    dist.mkdir()
+    (dist / 'METADATA').write_text('Metadata-Version: 2.1\nName: sglang\nVersion: 9.9.9\n')
+    return str(root)
+
+
+@pytest.fixture
+def empty_path(tmp_path):
+    path = tmp_path / 'empty'
+    path.mkdir()
+    return str(path)
+
+
+class ExitJson(Exception):
+    pass
+
+
+class FailJson(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def capture_exits(monkeypatch):
+    monkeypatch.setattr(ansible_warnings, '_global_warnings', {})
+
+    def exit_json(self, **kwargs):
+        kwargs['warnings'] = list(ansible_warnings.get_warning_messages())
+        raise ExitJson(kwargs)
+
+    def fail_json(self, msg, **kwargs):
+        kwargs['msg'] = msg
+        kwargs['failed'] = True
+        raise FailJson(kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+
+
+def run_module(params, expect):
+    with patch_module_args(params):
+        with pytest.raises(expect) as info:
+            server_args_check.main()
+    return info.value.args[0]
+
+
+def params_for(stub, args, **extra):
+    params = dict(python=sys.executable, args=args, environment={'PYTHONPATH': stub})
+    params.update(extra)
+    return params
+
+
+GOOD = ['--model-path', '/does/not/exist', '--tp-size', '8', '--trust-remote-code',
+        '--cuda-graph-max-bs-decode', '128', '--mem-fraction-static', '0.88']
+
+
+def test_valid_command_line(stub_sglang):
+    result = run_module(params_for(stub_sglang, GOOD), ExitJson)
+    assert result['changed'] is False
+    assert result['checked'] is True
+    assert result['valid'] is True
+    assert result['flag'] is None
+    assert result['message'] is None
+    assert result['sglang_version'] == '9.9.9'
+    assert result['python_version'] == sys.version.split()[0]
+    assert result['parser'] == 'sglang.srt.server_args.ServerArgs.add_cli_args'
+    assert result['abbreviations'] == {}
+    assert result['deprecated'] == {}
+    assert isinstance(result['duration_seconds'], float)
+    assert result['warnings'] == []
+
+
+def test_ambiguous_flag_fails_naming_it(stub_sglang):
+    args = [a if a != '--cuda-graph-max-bs-decode' else '--cuda-graph-max-bs' for a in GOOD]
+    result = run_module(params_for(stub_sglang, args), FailJson)
+    message = ('ambiguous option: --cuda-graph-max-bs could match '
+               '--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill')
+    assert result['valid'] is False
+    assert result['checked'] is True
+    assert result['flag'] == '--cuda-graph-max-bs'
+    assert result['message'] == message
+    assert result['msg'] == "SGLang 9.9.9's own argument parser rejects --cuda-graph-max-bs: " + message
+
+
+def test_unknown_flag_fails_naming_it(stub_sglang):
+    result = run_module(params_for(stub_sglang, GOOD + ['--foo', '1']), FailJson)
+    assert result['flag'] == '--foo'
+    assert result['message'] == 'unrecognized arguments: --foo 1'
+
+
+def test_bad_value_names_the_abbreviation_written(stub_sglang):
+    result = run_module(params_for(stub_sglang, ['--model-path', '/m', '--tp', 'x']), FailJson)
+    assert result['flag'] == '--tp'
+    assert result['message'] == "argument --tp-size/--tensor-parallel-size: invalid int value: 'x'"
+
+
+def test_missing_required(stub_sglang):
+    result = run_module(params_for(stub_sglang, ['--tp-size', '2']), FailJson)
+    assert result['flag'] == '--model-path'
+    assert result['message'] == 'the following arguments are required: --model-path/--model'
+
+
+def test_help_is_rejected_without_printing_on_stdout(stub_sglang):
+    result = run_module(params_for(stub_sglang, ['--model-path', '/m', '--help']), FailJson)
+    assert result['valid'] is False
+    assert result['flag'] == '--help'
+
+
+def test_abbreviation_and_deprecation_warn(stub_sglang):
+    result = run_module(params_for(stub_sglang, ['--model-path', '/m', '--tp', '2', '--old-flag']), ExitJson)
+    assert result['valid'] is True
+    assert result['abbreviations'] == {'--tp': '--tp-size'}
+    assert result['deprecated'] == {'--old-flag': '(Deprecated: use --new-flag) Old behaviour.'}
+    assert result['parser_warnings'] == ["'--old-flag' is deprecated. Use '--new-flag' instead."]
+    assert any('--tp is accepted only as an abbreviation of --tp-size' in w for w in result['warnings'])
+    assert any('--old-flag is deprecated in SGLang 9.9.9' in w for w in result['warnings'])
+
+
+def test_exact_alias_is_not_an_abbreviation(stub_sglang):
+    result = run_module(params_for(stub_sglang, ['--model', '/m', '--tensor-parallel-size', '2']), ExitJson)
+    assert result['abbreviations'] == {}
+
+
+@pytest.mark.parametrize('secret_args', [
+    ['--api-keyy', 'hunter2secret'],
+    ['--api-keyy=hunter2secret'],
+])
+def test_secret_values_are_not_echoed(stub_sglang, secret_args):
+    with patch_module_args(params_for(stub_sglang, ['--model-path', '/m'] + secret_args)):
+        with pytest.raises(FailJson) as info:
+            server_args_check.main()
+    result = info.value.args[0]
+    assert 'hunter2secret' not in json.dumps(result)
+    assert '********' in result['message']
+    assert result['flag'] == '--api-keyy'
+
+
+def test_secret_values_are_registered_for_masking(stub_sglang, monkeypatch):
+    seen = {}
+
+    def exit_json(self, **kwargs):
+        seen['no_log_values'] = set(self.no_log_values)
+        raise ExitJson(kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    run_module(params_for(stub_sglang, ['--model-path', '/m', '--api-key', 'hunter2secret',
+                                        '--ssl-keyfile', '/k.pem']), ExitJson)
+    assert 'hunter2secret' in seen['no_log_values']
+    assert '/k.pem' not in seen['no_log_values']
+
+
+def test_no_sglang_fails_by_default(empty_path):
+    result = run_module(params_for(empty_path, ['--model-path', '/m']), FailJson)
+    assert result['checked'] is False
+    assert result['valid'] is None
+    assert result['sglang_version'] is None
+    assert "No module named 'sglang'" in result['msg']
+    assert result['msg'].startswith('Cannot check the SGLang server arguments: sglang.srt.server_args does not import')
+
+
+def test_no_sglang_skips_with_fallback_skip(empty_path):
+    result = run_module(params_for(empty_path, ['--model-path', '/m'], fallback='skip'), ExitJson)
+    assert result['checked'] is False
+    assert result['valid'] is None
+    assert "No module named 'sglang'" in result['message']
+    assert any('not checked' in w for w in result['warnings'])
+
+
+def test_broken_sglang_counts_as_not_importable(tmp_path):
+    root = tmp_path / 'broken'
+    (root / 'sglang' / 'srt').mkdir(parents=True)
+    (root / 'sglang' / '__init__.py').write_text('raise RuntimeError("broken install")\n')
+    result = run_module(params_for(str(root), ['--model-path', '/m'], fallback='skip'), ExitJson)
+    assert result['checked'] is False
+    assert 'RuntimeError: broken install' in result['message']
+
+
+def test_missing_interpreter(tmp_path):
+    params = dict(python=str(tmp_path / 'nope' / 'python3'), args=['--model-path', '/m'])
+    result = run_module(params, FailJson)
+    assert 'does not exist' in result['msg']
+    result = run_module(dict(params, fallback='skip'), ExitJson)
+    assert result['checked'] is False
+
+
+def test_relative_interpreter_is_refused():
+    result = run_module(dict(python='python3', args=[], fallback='skip'), FailJson)
+    assert 'absolute path' in result['msg']
+
+
+def test_args_go_on_stdin_not_on_the_command_line(monkeypatch, stub_sglang):
+    calls = []
+
+    def fake_run_command(self, args, **kwargs):
+        calls.append((args, kwargs))
+        reply = dict(python_version='3.11.2', sglang_version='0.5.23', import_error=None, valid=True,
+                     message=None, resolved=[], deprecated={}, parser_warnings=[])
+        return 0, 'noise\n' + server_args_check.RESULT_MARK + json.dumps(reply) + '\n', ''
+
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', fake_run_command)
+    result = run_module(params_for(stub_sglang, ['--model-path', '/very/long/path'],
+                                   environment={'SGLANG_X': 1}), ExitJson)
+    assert result['valid'] is True
+    (command, kwargs), = calls
+    assert command[0] == sys.executable and command[1] == '-c'
+    assert len(command) == 3
+    assert '/very/long/path' not in ' '.join(command)
+    request = json.loads(kwargs['data'])
+    assert request['args'] == ['--model-path', '/very/long/path']
+    assert 'api-key' in request['secret_flags']
+    assert kwargs['environ_update']['SGLANG_X'] == '1'
+    assert kwargs['environ_update']['LC_ALL'] == 'C'
+    assert kwargs['environ_update']['CUDA_VISIBLE_DEVICES'] == ''
+
+
+@pytest.mark.parametrize('hide_gpus, expected', [(True, ''), (False, '0,1')])
+def test_hide_gpus_overrides_the_service_environment(monkeypatch, stub_sglang, hide_gpus, expected):
+    calls = []
+
+    def fake_run_command(self, args, **kwargs):
+        calls.append(kwargs)
+        reply = dict(python_version='3.11.2', sglang_version='0.5.23', import_error=None, valid=True,
+                     message=None, resolved=[], deprecated={}, parser_warnings=[])
+        return 0, server_args_check.RESULT_MARK + json.dumps(reply) + '\n', ''
+
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', fake_run_command)
+    run_module(params_for(stub_sglang, ['--model-path', '/m'], hide_gpus=hide_gpus,
+                          environment={'CUDA_VISIBLE_DEVICES': '0,1'}), ExitJson)
+    assert calls[0]['environ_update']['CUDA_VISIBLE_DEVICES'] == expected
+
+
+@pytest.mark.parametrize('rc, stdout, fragment', [
+    (-14, '', 'did not finish within the timeout of 300 s'),
+    (1, 'Traceback ...', 'exited with status 1 and no result'),
+    (0, server_args_check.RESULT_MARK + '{not json', 'exited with status 0 and no result'),
+])
+def test_program_failures(monkeypatch, rc, stdout, fragment):
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command',
+                        lambda self, args, **kwargs: (rc, stdout, 'some stderr'))
+    result = run_module(dict(python=sys.executable, args=['--model-path', '/m'], fallback='skip'), FailJson)
+    assert fragment in result['msg']
+    assert result['stderr_tail'] == 'some stderr'
+    assert result['checked'] is False
+
+
+def test_check_mode_runs_the_same_check(stub_sglang):
+    params = params_for(stub_sglang, GOOD)
+    params['_ansible_check_mode'] = True
+    result = run_module(params, ExitJson)
+    assert result['valid'] is True
+    assert result['changed'] is False
+
+
+def test_documentation_matches_argument_spec():
+    import yaml
+    doc = yaml.safe_load(server_args_check.DOCUMENTATION)
+    yaml.safe_load(server_args_check.EXAMPLES)
+    returns = yaml.safe_load(server_args_check.RETURN)
+    assert set(doc['options']) == {'python', 'args', 'fallback', 'environment', 'load_plugins', 'hide_gpus', 'timeout'}
+    assert set(returns) == {'checked', 'valid', 'sglang_version', 'python_version', 'parser', 'flag', 'message',
+                            'abbreviations', 'deprecated', 'parser_warnings', 'duration_seconds',
+                            'rc', 'stderr_tail'}
