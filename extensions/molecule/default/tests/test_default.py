@@ -6,6 +6,8 @@ Each test asserts one item of the acceptance list; the unit check prints the jou
 import json
 import os
 import shlex
+import subprocess
+import time
 
 import pytest
 
@@ -158,3 +160,31 @@ class TestService:
         assert host.file("/etc/sglang/sglang.env").mode == 0o600
         cuda_env = host.file("/etc/sglang/cuda.env").content_string
         assert 'NCCL_PROTO="LL"' in cuda_env and 'CUDA_HOME="/usr/local/cuda-13.0"' in cuda_env
+
+
+@pytest.mark.parametrize("host", HOSTS, indirect=True)
+class TestReboot:
+    """Runs last: restarting the host (the container) brings the service back healthy with no Ansible run."""
+
+    def test_restart_brings_the_service_back_healthy(self, host):
+        name = host.backend.get_hostname()
+        before = main_pid(host)
+        subprocess.run(["docker", "restart", "-t", "5", name], check=True, stdout=subprocess.DEVNULL, timeout=120)
+        deadline = time.time() + 120
+        status = None
+        while time.time() < deadline:
+            probe = subprocess.run(
+                ["docker", "exec", name, "python3", "-c",
+                 "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=30).status)"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            status = probe.stdout.strip()
+            if status == "200":
+                break
+            time.sleep(2)
+        assert status == "200", subprocess.run(["docker", "exec", name, "journalctl", "-u", UNIT, "--no-pager", "-n", "60"],
+                                               stdout=subprocess.PIPE, text=True).stdout
+        boot_pid = int(subprocess.run(["docker", "exec", name, "systemctl", "show", "-p", "MainPID", "--value", UNIT],
+                                      stdout=subprocess.PIPE, text=True, check=True).stdout)
+        assert boot_pid != before
+        assert subprocess.run(["docker", "exec", name, "systemctl", "is-enabled", UNIT],
+                              stdout=subprocess.PIPE, text=True).stdout.strip() == "enabled"
