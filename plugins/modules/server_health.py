@@ -101,6 +101,10 @@ options:
   supervisor_config:
     description: supervisord configuration file passed to C(supervisorctl -c).
     type: path
+  supervisorctl:
+    description: Path of C(supervisorctl) (for O(manager=supervisord)), e.g. in supervisor's venv.
+    type: path
+    default: supervisorctl
   progress_file:
     description: Where progress is kept between calls. Default C(/run/inferops-sglang/health-<port>.json).
     type: path
@@ -263,7 +267,7 @@ class Gate(object):
                 return {'ActiveState': 'unknown', 'error': to_text(err).strip()}
             return _health.parse_systemctl_show(out)
         if manager == 'supervisord':
-            cmd = ['supervisorctl']
+            cmd = [self.p['supervisorctl']]
             if self.p['supervisor_config']:
                 cmd += ['-c', self.p['supervisor_config']]
             rc, out, err = self.module.run_command(cmd + ['status', self.p['service']],
@@ -408,6 +412,7 @@ def main():
             log_lines=dict(type='int', default=40),
             log_file=dict(type='path'),
             supervisor_config=dict(type='path'),
+            supervisorctl=dict(type='path', default='supervisorctl'),
             progress_file=dict(type='path'),
         ),
         required_if=[('manager', 'systemd', ['service']), ('manager', 'supervisord', ['service'])],

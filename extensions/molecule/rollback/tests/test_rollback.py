@@ -88,7 +88,7 @@ class TestRollback:
         rc, out, _ = site(tmp_path, {"service_server_args": reference_args(),
                                      "service_environment": env_with(SGLANG_DOUBLE_FAIL="crash_during_load")})
         assert rc != 0
-        assert "Rolled back to the last known-good configuration" in out
+        assert "Rolled back to the last known-good configuration" in out, out[-4000:]
         record = host.file(RECORD).content_string
         assert "rolled back to the last known-good configuration" in record
         # The double crashes halfway through its 8 s load; the gate must say so well before its budget.
@@ -101,7 +101,7 @@ class TestRollback:
         rc, out, _ = site(tmp_path, {"service_server_args": reference_args(), "cutover_health_budget": 25,
                                      "service_environment": env_with(SGLANG_DOUBLE_FAIL="never_healthy")})
         assert rc != 0
-        assert "not ready after the whole budget of 25 s" in out
+        assert "not ready after the whole budget of 25 s" in out, out[-4000:]
         assert "Rolled back" in out
         assert "SGLANG_DOUBLE_FAIL" not in host.file("/etc/sglang/sglang.env").content_string
         assert host.service(UNIT).is_running and health(host) == "200"
@@ -145,7 +145,7 @@ class TestRollback:
         assert len(schedulers) == 2
         launcher = int(host.file("/root/orphan.pid").content_string.strip())
         controllers = [p.pid for p in host.process.filter(user="root") if p.args.startswith("sglang::data_parallel")]
-        host.run_expect([0], "kill -9 %d %s", launcher, " ".join(str(c) for c in controllers))
+        host.run_expect([0], "kill -9 " + " ".join(str(pid) for pid in [launcher] + controllers))
         time.sleep(1)
         orphans = [p.pid for p in host.process.filter(user="root") if p.args.startswith("sglang::scheduler_DP")]
         assert len(orphans) == 2 and all(host.process.get(pid=o).ppid == 1 for o in orphans)
