@@ -61,6 +61,11 @@ with zipfile.ZipFile(wheel) as zf:
 PY
   echo "$stamp" >"$VENV/.inferops-stamp"
 fi
+# supervisor's wheel for the no-systemd fallback in test containers (they get it from here, not from PyPI).
+if ! ls "$CACHE"/wheels/supervisor-4.3.0-*.whl >/dev/null 2>&1; then
+  mkdir -p "$CACHE/wheels"
+  "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps -d "$CACHE/wheels" supervisor==4.3.0
+fi
 site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 mkdir -p "$site/ansible_collections/inferops"
 ln -sfn "$INFEROPS_REPO" "$site/ansible_collections/inferops/sglang"

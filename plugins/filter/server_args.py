@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
-# Copyright: inferops.sglang developers
-# Apache License 2.0 (see LICENSE)
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Filters that turn SGLang server arguments into command lines, unit lines and environment files.
 
 The logic lives in the private module_utils ``_server_args``; these are thin wrappers.
@@ -17,7 +18,9 @@ from ansible_collections.inferops.sglang.plugins.module_utils._server_args impor
     argv_to_args,
     diff_args,
     environment_file_line,
+    nccl_profile,
     systemd_quote,
+    topology_defaults,
 )
 
 
@@ -69,4 +72,6 @@ class FilterModule(object):
             'systemd_quote': _wrap(systemd_quote),
             'env_line': _wrap(env_line),
             'exec_lines': _wrap(exec_lines),
+            'topology_defaults': _wrap(topology_defaults),
+            'nccl_profile': _wrap(nccl_profile),
         }

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 # PRIVATE module_utils: for use by the modules and plugins of inferops.sglang only.
 # It is not part of the collection's public API; names and behaviour may change
@@ -449,3 +450,39 @@ def flag_from_parser_message(message, resolved=None):
     if match:
         return match.group(1)
     return None
+
+
+# NCCL settings of the reference scenario for GPUs linked only through PCIe (8 x RTX PRO 6000 Blackwell,
+# PCIe Gen5, no NVLink): the profile its operators found to work, kept as the PCIe default.
+PCIE_NCCL_PROFILE = (('NCCL_PROTO', 'LL'), ('NCCL_ALGO', 'Ring'))
+
+
+def nccl_profile(interconnect):
+    """Default NCCL variables for an interconnect (field case C09).
+
+    :param interconnect: ``nvlink``, ``pcie``, ``mixed``, ``single`` or ``none`` (host_facts' fact).
+    :returns: dict; the PCIe profile for ``pcie`` only, else empty (NVLink needs no tuning here).
+    """
+    return dict(PCIE_NCCL_PROFILE) if interconnect == 'pcie' else {}
+
+
+def topology_defaults(args, interconnect, gpu_count):
+    """Server arguments completed from what the host facts saw; the user's settings always win.
+
+    - PCIe-only interconnect: ``disable-custom-all-reduce: true`` unless the user set that flag
+      (SGLang's custom all-reduce kernel needs peer-to-peer NVLink; on PCIe-only hosts it is the
+      reference scenario's choice to disable it). NVLink: nothing added.
+    - No ``tp``/``tp-size`` given and GPUs were seen: ``tp-size`` = number of GPUs.
+
+    :param args: mapping of server arguments (keys with dashes or underscores).
+    :param interconnect: as :func:`nccl_profile`.
+    :param gpu_count: int, GPUs seen.
+    :returns: a new dict, the user's keys first in their order.
+    """
+    result = dict(args or {})
+    keys = set(normalize_flag(key) for key in result)
+    if interconnect == 'pcie' and 'disable-custom-all-reduce' not in keys:
+        result['disable-custom-all-reduce'] = True
+    if not keys & set(['tp', 'tp-size']) and int(gpu_count or 0) > 0:
+        result['tp-size'] = int(gpu_count)
+    return result

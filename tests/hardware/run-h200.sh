@@ -32,8 +32,12 @@ done
   ansible --version | head -n 2
 } 2>&1 | tee "$out/machine.txt"
 
+parts="${INFEROPS_H200_PARTS:-gpu site}"
+if [[ " $parts " == *" gpu "* ]]; then
 echo "== 1. GPU release (server_process on a real GPU)"
 $py -m pytest -q -s -p no:cacheprovider "$repo/tests/hardware/test_gpu_release.py" 2>&1 | tee "$out/gpu_release.txt"
+fi
+[[ " $parts " == *" site "* ]] || exit 0
 
 echo "== 2. site.yml with a local connection"
 rm -rf /root/ml-env && $py -m venv --without-pip /root/ml-env

@@ -16,6 +16,7 @@ import pytest
 
 NVIDIA_SMI = shutil.which("nvidia-smi")
 PYTHON = os.environ.get("INFEROPS_GPU_PYTHON", sys.executable)
+DOUBLE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "double"))
 
 
 def torch_sees_a_gpu():
@@ -43,6 +44,7 @@ def run_module(args):
         ansible = shutil.which("ansible")
     proc = subprocess.run([ansible, "localhost", "-c", "local", "-m", "inferops.sglang.server_process",
                            "-a", json.dumps(args)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    assert "{" in proc.stdout, proc.stdout[-3000:]
     data = json.loads(proc.stdout[proc.stdout.index("{"):])
     return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
@@ -50,15 +52,19 @@ def run_module(args):
 def test_scheduler_titled_gpu_holder_is_stopped_and_release_waited_for():
     baseline = max(gpu_memory_used_mib())
     holder = (
-        "import torch, time\n"
+        "import sys, time\n"
+        "sys.path.insert(0, %r)\n"
+        "from sglang.srt.utils.common import set_proc_title\n"
+        "set_proc_title('sglang::scheduler_TP0')\n"
+        "import torch\n"
         "x = torch.empty(4 << 30, dtype=torch.uint8, device='cuda')\n"
         "torch.cuda.synchronize()\n"
         "print('ready', flush=True)\n"
         "time.sleep(600)\n"
-    )
-    # exec -a gives the process the title SGLang's setproctitle would: /proc/<pid>/cmdline starts with it.
-    proc = subprocess.Popen(["bash", "-c", 'exec -a sglang::scheduler_TP0 "$0" -c "$1"', PYTHON, holder],
-                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    ) % DOUBLE
+    # The process retitles itself as SGLang's setproctitle does (argv memory and /proc/self/comm), using the
+    # test double's stdlib implementation; /proc/<pid>/cmdline then reads "sglang::scheduler_TP0".
+    proc = subprocess.Popen([PYTHON, "-c", holder], stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
         deadline = time.time() + 60

@@ -70,6 +70,8 @@ class TestService:
 
     def test_handstarted_pid_gone_and_no_stray_left(self, host):
         pid = int(host.file("/root/handstarted.pid").content_string.strip())
+        record = host.file(RECORD).content_string
+        assert "### pid %d on port 30000" % pid in record, "the pid noted in prepare is not the server the cutover replaced"
         procs = processes(host)
         assert pid not in {p["pid"] for p in procs}
         strays = [p for p in procs if is_sglang(p) and not in_unit(p)]

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -401,3 +402,41 @@ def test_args_to_argv_output_is_json_for_dicts():
     argv = args_to_argv({'json-model-override-args': {'b': 1, 'a': [1, 2]}})
     assert json.loads(argv[1]) == {'b': 1, 'a': [1, 2]}
     assert ' ' not in argv[1]
+
+
+# ---- defaults from the host facts (field case C09) ---------------------------------------------
+
+from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (  # noqa: E402
+    nccl_profile, topology_defaults)
+
+
+@pytest.mark.parametrize("interconnect, expect", [
+    ("pcie", {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring"}),
+    ("nvlink", {}),
+    ("mixed", {}),
+    ("single", {}),
+    ("none", {}),
+])
+def test_nccl_profile_follows_the_interconnect(interconnect, expect):
+    assert nccl_profile(interconnect) == expect
+
+
+@pytest.mark.parametrize("args, interconnect, gpus, expect", [
+    # PCIe only: custom all-reduce off, tp from the GPUs seen.
+    ({"model-path": "/m"}, "pcie", 8, {"model-path": "/m", "disable-custom-all-reduce": True, "tp-size": 8}),
+    # NVLink: neither flag added.
+    ({"model-path": "/m"}, "nvlink", 8, {"model-path": "/m", "tp-size": 8}),
+    # The user's explicit setting always wins, in either spelling.
+    ({"model-path": "/m", "disable-custom-all-reduce": False, "tp": 4}, "pcie", 8,
+     {"model-path": "/m", "disable-custom-all-reduce": False, "tp": 4}),
+    ({"model_path": "/m", "disable_custom_all_reduce": False, "tp_size": 2}, "pcie", 8,
+     {"model_path": "/m", "disable_custom_all_reduce": False, "tp_size": 2}),
+    # No GPU seen: no tp is invented.
+    ({"model-path": "/m"}, "none", 0, {"model-path": "/m"}),
+])
+def test_topology_defaults(args, interconnect, gpus, expect):
+    assert topology_defaults(args, interconnect, gpus) == expect
+
+
+def test_topology_defaults_keeps_the_user_order_first():
+    assert list(topology_defaults({"b": 1, "a": 2}, "pcie", 2)) == ["b", "a", "disable-custom-all-reduce", "tp-size"]
