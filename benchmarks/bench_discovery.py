@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# SPDX-License-Identifier: Apache-2.0
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """How long does SGLang process discovery take on a busy host?
 
 Spawns about --processes cheap processes (``sleep``, forked by a few hundred shells, all in one new

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Health-gate figures against the SGLang test double (prints a table; asserts nothing).
 
 - gate latency: time from the double first answering /health 200 (seen by an independent 20 ms poller)
@@ -41,7 +40,7 @@ def gate(args):
     env = dict(os.environ, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
                ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1")
     proc = subprocess.run([os.path.join(BIN, "ansible"), "localhost", "-c", "local", "-m", "inferops.sglang.server_health",
-                           "-a", json.dumps(args)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+                           "-a", json.dumps(args)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, check=False)
     data = json.loads(proc.stdout[proc.stdout.index("{"):])
     return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
@@ -114,13 +113,13 @@ def fail_fast(tmp, load, supervisord):
     supervisorctl = os.path.join(os.path.dirname(supervisord), "supervisorctl")
     subprocess.run([supervisord, "-c", conf], check=True)
     try:
-        for _ in range(100):
-            if subprocess.run([supervisorctl, "-c", conf, "pid"], stdout=subprocess.PIPE, text=True).stdout.strip().isdigit():
+        for dummy in range(100):
+            if subprocess.run([supervisorctl, "-c", conf, "pid"], stdout=subprocess.PIPE, text=True, check=False).stdout.strip().isdigit():
                 break
             time.sleep(0.1)
         started = time.time()
         subprocess.run([supervisorctl, "-c", conf, "start", "sglang"], stdout=subprocess.DEVNULL, check=True)
-        status = subprocess.run([supervisorctl, "-c", conf, "status", "sglang"], stdout=subprocess.PIPE, text=True).stdout
+        status = subprocess.run([supervisorctl, "-c", conf, "status", "sglang"], stdout=subprocess.PIPE, text=True, check=False).stdout
         pid = int(status.split("pid ")[1].split(",")[0])
         result = gate({"port": port, "manager": "supervisord", "service": "sglang", "supervisor_config": conf,
                        "supervisorctl": supervisorctl, "baseline": {"pid": pid}, "started_at": started,
@@ -130,7 +129,7 @@ def fail_fast(tmp, load, supervisord):
         return {"failed": result.get("failed"), "reason": result.get("reason"), "gate_failed_at": result["elapsed"],
                 "after_crash": result["elapsed"] - crashed_at}
     finally:
-        subprocess.run([supervisorctl, "-c", conf, "shutdown"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run([supervisorctl, "-c", conf, "shutdown"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
 def main():
@@ -139,7 +138,7 @@ def main():
     parser.add_argument("--load", type=float, default=4.0, help="seconds the double 'loads'")
     options = parser.parse_args()
     rows = []
-    for _ in range(options.runs):
+    for dummy in range(options.runs):
         tmp = tempfile.mkdtemp(prefix="bench-gate-")
         try:
             rows.append(gate_latency(tmp, options.load))
@@ -155,7 +154,7 @@ def main():
         print("fail-fast: skipped (supervisord not installed: pip install supervisor==4.3.0)")
         return
     fails = []
-    for _ in range(options.runs):
+    for dummy in range(options.runs):
         tmp = tempfile.mkdtemp(prefix="bench-ff-")
         try:
             fails.append(fail_fast(tmp, options.load, supervisord))

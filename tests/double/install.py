@@ -287,7 +287,7 @@ def venv_site_packages(venv):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--venv", required=True, help="existing virtual environment (e.g. /root/ml-env)")
     parser.add_argument("--gpus", type=int, default=8, help="number of stand-in GPUs (default 8)")
     parser.add_argument("--cuda-root", help="install a CUDA 13.0 toolkit stand-in there")

@@ -26,7 +26,6 @@ NVIDIA_SMI = HERE / "bin" / "nvidia-smi"
 PY = sys.executable
 
 
-
 def _import_double_parser():
     """Import the double's ServerArgs without leaving its ``sglang`` in sys.modules/sys.path."""
     saved = {k: v for k, v in sys.modules.items() if k == "sglang" or k.startswith("sglang.")}
@@ -118,7 +117,7 @@ def smi(*args, config=None, check=True):
     env = dict(os.environ)
     if config is not None:
         env["INFEROPS_NVIDIA_SMI_CONFIG"] = str(config)
-    proc = subprocess.run([PY, str(NVIDIA_SMI), *args], capture_output=True, text=True, env=env)
+    proc = subprocess.run([PY, str(NVIDIA_SMI), *args], capture_output=True, text=True, env=env, check=False)
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
@@ -236,7 +235,7 @@ def _reap(pids, timeout=2.0):
     for pid in pids:
         while True:
             try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
+                done, dummy = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 break  # not ours (re-parented elsewhere) or already reaped
             if done == pid or time.monotonic() >= deadline:
@@ -328,7 +327,10 @@ def test_parser_rejects_like_argparse(argv, message, capsys):
 
 def test_cli_errors_exit_like_sglang(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(HERE))
-    run = lambda *argv: subprocess.run([PY, *argv], capture_output=True, text=True, env=env, cwd=str(tmp_path))
+
+    def run(*argv):
+        return subprocess.run([PY, *argv], capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False)
+
     bad_flag = run("-m", "sglang.launch_server", "--model-path", str(tmp_path), "--bogus")
     assert bad_flag.returncode == 2 and "launch_server.py: error: unrecognized arguments: --bogus" in bad_flag.stderr
     serve_bad = run("-c", "import sys; from sglang.cli import main; sys.exit(main())", "serve", "--model-path", "m", "--bogus")
@@ -761,7 +763,7 @@ def test_nvidia_smi_holders_and_errors(tmp_path):
         holder.kill()
         holder.wait()
     direct = subprocess.run([str(NVIDIA_SMI), "-L"], capture_output=True, text=True,
-                            env=dict(os.environ, INFEROPS_NVIDIA_SMI_CONFIG=str(config)))
+                            env=dict(os.environ, INFEROPS_NVIDIA_SMI_CONFIG=str(config)), check=False)
     assert direct.returncode == 0 and direct.stdout.count("NVIDIA H200") == 2  # "#!/bin/sh" re-runs python3
     bad = smi("--no-such-option", config=config, check=False)
     assert bad.returncode == 2 and "Invalid combination of input arguments" in bad.stdout
@@ -780,24 +782,24 @@ def test_install_into_venv_then_serve_from_it(tmp_path, servers):
         tmp_path / "smi.json", tmp_path / "dev"
     cmd = [PY, str(HERE / "install.py"), "--venv", str(venv), "--gpus", "2", "--cuda-root", str(cuda),
            "--nvidia-smi", str(smi_path), "--nvidia-smi-config", str(smi_cfg), "--gpu-dir", str(gpu_dir)]
-    first = subprocess.run(cmd, capture_output=True, text=True)
+    first = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout.splitlines()[-1])["changed"] is True
-    again = subprocess.run(cmd, capture_output=True, text=True)
+    again = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert json.loads(again.stdout.splitlines()[-1])["changed"] is False  # idempotent
 
     vpy = str(venv / "bin" / "python")
     clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     outside = dict(cwd=str(tmp_path), capture_output=True, text=True, env=clean_env)
-    helped = subprocess.run([vpy, "-m", "sglang.launch_server", "--help"], **outside)
+    helped = subprocess.run([vpy, "-m", "sglang.launch_server", "--help"], **outside, check=False)
     assert helped.returncode == 0 and "--cuda-graph-max-bs" in helped.stdout
     ver = subprocess.run([vpy, "-c", "import importlib.metadata as m, sglang; "
-                          "print(m.version('sglang'), sglang.__file__)"], **outside)
+                          "print(m.version('sglang'), sglang.__file__)"], **outside, check=False)
     assert ver.stdout.split()[0] == "0.5.9" and ver.stdout.split()[1].startswith(str(venv))
-    assert subprocess.run([str(venv / "bin" / "sglang"), "version"], **outside).stdout.startswith("sglang version: 0.5.9")
-    assert subprocess.run([str(venv / "bin" / "ninja"), "--version"], **outside).stdout.strip() == "1.11.1"
-    assert "release 13.0, V13.0" in subprocess.run([str(cuda / "bin" / "nvcc"), "--version"], **outside).stdout
-    assert "release 13.0" in subprocess.run([str(cuda / "bin" / "ptxas"), "--version"], **outside).stdout
+    assert subprocess.run([str(venv / "bin" / "sglang"), "version"], **outside, check=False).stdout.startswith("sglang version: 0.5.9")
+    assert subprocess.run([str(venv / "bin" / "ninja"), "--version"], **outside, check=False).stdout.strip() == "1.11.1"
+    assert "release 13.0, V13.0" in subprocess.run([str(cuda / "bin" / "nvcc"), "--version"], **outside, check=False).stdout
+    assert "release 13.0" in subprocess.run([str(cuda / "bin" / "ptxas"), "--version"], **outside, check=False).stdout
     assert json.loads((cuda / "version.json").read_text())["cuda"]["version"].startswith("13.0.")
     assert (cuda / "lib64").is_dir()
     assert sorted(os.listdir(gpu_dir)) == ["nvidia0", "nvidia1", "nvidiactl"]
@@ -805,7 +807,7 @@ def test_install_into_venv_then_serve_from_it(tmp_path, servers):
     cfg = json.loads(smi_cfg.read_text())
     assert (cfg["gpu_count"], cfg["device_dir"], cfg["topology"]) == (2, str(gpu_dir), "pcie")
     assert subprocess.run([str(smi_path), "-L"], env=dict(clean_env, INFEROPS_NVIDIA_SMI_CONFIG=str(smi_cfg)),
-                          capture_output=True, text=True).stdout.count("GPU ") == 2
+                          capture_output=True, text=True, check=False).stdout.count("GPU ") == 2
 
     # C05: started through the console script with the unit's literal PATH and CUDA_HOME
     server = servers("--tp", "2", launcher=[str(venv / "bin" / "sglang"), "serve"], gpu_dir=gpu_dir, env={
@@ -818,7 +820,7 @@ def test_install_into_venv_then_serve_from_it(tmp_path, servers):
     assert cmdline(server.pid)[1:3] == [str(venv / "bin" / "sglang").encode(), b"serve"]
     apps = subprocess.run([str(smi_path), "--query-compute-apps=process_name", "--format=csv,noheader"],
                           env=dict(clean_env, INFEROPS_NVIDIA_SMI_CONFIG=str(smi_cfg)),
-                          capture_output=True, text=True).stdout.split()
+                          capture_output=True, text=True, check=False).stdout.split()
     assert sorted(apps) == ["sglang::scheduler_TP0", "sglang::scheduler_TP1"]
     os.kill(server.pid, signal.SIGTERM)
     assert server.wait_exit(timeout=10) == 0

@@ -28,7 +28,7 @@ for tool in ansible ansible-playbook; do
   chmod +x "$site/bin/$tool"
 done
 {
-  echo "== machine"; nvidia-smi -L; cat /proc/1/comm; ls -la /usr/lib/python3.12/sitecustomize.py; ls /usr/local/cuda-13.0/bin | grep -E '^(nvcc|ptxas)$'
+  echo "== machine"; nvidia-smi -L; cat /proc/1/comm; ls -la /usr/lib/python3.12/sitecustomize.py; for tool in nvcc ptxas; do [ -e "/usr/local/cuda-13.0/bin/$tool" ] && echo "$tool"; done
   ansible --version | head -n 2
 } 2>&1 | tee "$out/machine.txt"
 

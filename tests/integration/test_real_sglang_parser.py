@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 """inferops.sglang.server_args_check against SGLang 0.5.23's real argument parser (case C12).
 

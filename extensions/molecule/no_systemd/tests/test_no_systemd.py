@@ -72,13 +72,13 @@ class TestNoSystemd:
     def test_restarting_supervisord_brings_the_server_back(self, host):
         before = program_pid(host)
         host.run_expect([0], SUPERVISORCTL + " shutdown")
-        for _ in range(60):
+        for dummy in range(60):
             if host.run("pgrep -f 'supervisord -c'").rc != 0 and host.run("pgrep -f sglang::").rc != 0:
                 break
             time.sleep(1)
         host.run_expect([0], SUPERVISORD)
         status = None
-        for _ in range(90):
+        for dummy in range(90):
             status = health(host)
             if status == "200":
                 break

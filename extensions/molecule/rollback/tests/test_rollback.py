@@ -31,7 +31,7 @@ def site(tmp_path, extra):
     proc = subprocess.run(
         ["ansible-playbook", "-i", INVENTORY, os.path.join(REPO, "site.yml"), "-e", "@%s" % extra_file],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, timeout=900,
-        env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"),
+        env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"), check=False,
     )
     return proc.returncode, proc.stdout, time.time() - started
 
@@ -77,7 +77,7 @@ class TestRollback:
     def test_unknown_flag_is_caught_before_anything_changes(self, host, serving, tmp_path):
         before_unit = unit_text(host)
         args = dict(reference_args(), **{"no-such-flag": 3})
-        rc, out, _ = site(tmp_path, {"service_server_args": args, "service_environment": env_with()})
+        rc, out, dummy = site(tmp_path, {"service_server_args": args, "service_environment": env_with()})
         assert rc != 0
         assert "--no-such-flag" in out and "own argument parser rejects" in out
         assert main_pid(host) == serving, "the running server was touched"
@@ -85,8 +85,8 @@ class TestRollback:
         assert health(host) == "200"
 
     def test_crash_during_load_fails_fast_and_rolls_back(self, host, serving, tmp_path):
-        rc, out, _ = site(tmp_path, {"service_server_args": reference_args(),
-                                     "service_environment": env_with(SGLANG_DOUBLE_FAIL="crash_during_load")})
+        rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(),
+                                         "service_environment": env_with(SGLANG_DOUBLE_FAIL="crash_during_load")})
         assert rc != 0
         assert "Rolled back to the last known-good configuration" in out, out[-4000:]
         record = host.file(RECORD).content_string
@@ -98,8 +98,8 @@ class TestRollback:
         assert host.service(UNIT).is_running and health(host) == "200"
 
     def test_never_healthy_exhausts_the_budget_and_rolls_back(self, host, serving, tmp_path):
-        rc, out, _ = site(tmp_path, {"service_server_args": reference_args(), "cutover_health_budget": 30,
-                                     "service_environment": env_with(SGLANG_DOUBLE_FAIL="never_healthy")})
+        rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(), "cutover_health_budget": 30,
+                                         "service_environment": env_with(SGLANG_DOUBLE_FAIL="never_healthy")})
         assert rc != 0
         assert "not ready after the whole budget of 30 s" in out, out[-4000:]
         assert "Rolled back" in out
@@ -112,12 +112,12 @@ class TestRollback:
         host.run_expect([0], "setsid nohup python3 -m http.server 30000 --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null & "
                              "echo $! > /root/intruder.pid")
         try:
-            for _ in range(50):
+            for dummy in range(50):
                 if host.run("python3 -c %s", "import socket; socket.create_connection(('127.0.0.1', 30000), 1)").rc == 0:
                     break
                 time.sleep(0.1)
             intruder = int(host.file("/root/intruder.pid").content_string.strip())
-            rc, out, _ = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with()})
+            rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with()})
             assert rc != 0
             assert "Port 30000 is held by python3" in out and "pid %d" % intruder in out
             assert host.process.filter(pid=intruder), "the other program was stopped"
@@ -125,7 +125,7 @@ class TestRollback:
         finally:
             host.run("kill $(cat /root/intruder.pid)")
             host.run("systemctl start %s", UNIT)
-            for _ in range(60):
+            for dummy in range(60):
                 if health(host) == "200":
                     break
                 time.sleep(1)
@@ -137,14 +137,14 @@ class TestRollback:
                              "PATH=/root/ml-env/bin:/usr/bin:/bin /root/ml-env/bin/python3 -m sglang.launch_server "
                              "--model-path /shared/kimi-k2.5-int4 --dp-size 2 --port 30002 "
                              ">/root/orphan.log 2>&1 < /dev/null &")
-        for _ in range(60):
+        for dummy in range(60):
             schedulers = [p for p in host.process.filter(user="root") if p.args.startswith("sglang::scheduler_DP")]
             if len(schedulers) == 2:
                 break
             time.sleep(0.5)
         assert len(schedulers) == 2
         # Kill only once the server is up: schedulers killed mid-load fail on their own (broken pipe), as in SGLang.
-        for _ in range(60):
+        for dummy in range(60):
             if host.run("python3 -c %s", "import urllib.request;urllib.request.urlopen("
                         "'http://127.0.0.1:30002/health', timeout=10)").rc == 0:
                 break
@@ -155,7 +155,7 @@ class TestRollback:
         time.sleep(1)
         orphans = [p.pid for p in host.process.filter(user="root") if p.args.startswith("sglang::scheduler_DP")]
         assert len(orphans) == 2 and all(host.process.get(pid=o).ppid == 1 for o in orphans)
-        rc, out, _ = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with()})
+        rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with()})
         assert rc == 0, out[-3000:]
         assert not [p for p in host.process.filter(user="root") if p.pid in orphans]
         assert host.service(UNIT).is_running and health(host) == "200"

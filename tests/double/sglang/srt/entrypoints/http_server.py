@@ -179,7 +179,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        uvicorn_logger().warning(format % args)
+        uvicorn_logger().warning(format, *args)
 
     def _read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
