@@ -29,9 +29,14 @@ def health(host):
 
 
 def program_pid(host):
-    out = host.check_output(SUPERVISORCTL + " status sglang")
-    assert "RUNNING" in out, out
-    return int(out.split("pid ")[1].split(",")[0])
+    """The program's pid once supervisord has it RUNNING (startsecs=10 can outlast a short load)."""
+    out = ""
+    for dummy in range(30):
+        out = host.check_output(SUPERVISORCTL + " status sglang")
+        if "RUNNING" in out:
+            return int(out.split("pid ")[1].split(",")[0])
+        time.sleep(1)
+    raise AssertionError(out)
 
 
 @pytest.mark.parametrize("host", HOSTS, indirect=True)
