@@ -56,6 +56,8 @@ import signal
 import socket
 import time
 
+from ansible_collections.inferops.sglang.plugins.module_utils import _host
+
 # --------------------------------------------------------------------------------------------------
 # Constants
 # --------------------------------------------------------------------------------------------------
@@ -659,19 +661,13 @@ def gpu_release_state(apps, gpus, stopped_pids, threshold_mib):
 
 
 def parse_proc_net_tcp(text, port):
-    """Socket inodes listening (state 0A) on ``port`` in /proc/net/tcp or /proc/net/tcp6 content."""
-    inodes = set()
-    for line in (text or '').splitlines()[1:]:
-        fields = line.split()
-        if len(fields) < 10 or fields[3] != '0A':
-            continue
-        local = fields[1]
-        try:
-            if int(local.rsplit(':', 1)[1], 16) == port and fields[9] != '0':
-                inodes.add(fields[9])
-        except (IndexError, ValueError):
-            continue
-    return inodes
+    """Socket inodes listening (state 0A) on ``port`` in /proc/net/tcp or /proc/net/tcp6 content.
+
+    The LISTEN lines are parsed once, in ``_host.parse_proc_net_tcp``; the address width tells the family.
+    :returns: set of inode numbers as str (as they appear in ``socket:[N]`` fd links).
+    """
+    entries = _host.parse_proc_net_tcp(text, ipv6=False) + _host.parse_proc_net_tcp(text, ipv6=True)
+    return set(str(e['inode']) for e in entries if e['port'] == port and e['inode'])
 
 
 def children_map(parent_of):

@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters that turn SGLang server arguments into command lines, unit lines and environment files.
+
+The logic lives in the private module_utils ``_server_args``; these are thin wrappers.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
+    args_to_argv,
+    argv_to_args,
+    diff_args,
+    environment_file_line,
+    nccl_profile,
+    systemd_quote,
+    topology_defaults,
+)
+
+
+def _wrap(func):
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (ValueError, TypeError) as exc:
+            raise AnsibleFilterError('%s: %s' % (func.__name__, exc))
+
+    wrapper.__name__ = func.__name__
+    wrapper.__doc__ = func.__doc__
+    return wrapper
+
+
+def exec_lines(tokens):
+    """Group argv tokens into lines for a multi-line ExecStart=: the program and its
+    leading non-flag tokens on the first line, then one ``--flag [values]`` per line.
+
+    :param tokens: list of str, the full command line.
+    :returns: list of str, each already quoted for systemd.
+    """
+    lines = []
+    current = []
+    for token in tokens:
+        token = str(token)
+        if token.startswith('--') and current:
+            lines.append(' '.join(systemd_quote(t) for t in current))
+            current = []
+        current.append(token)
+    if current:
+        lines.append(' '.join(systemd_quote(t) for t in current))
+    return lines
+
+
+def env_line(name, value):
+    """``name | inferops.sglang.env_line(value)``: one ``NAME="value"`` line of an environment file."""
+    return environment_file_line(name, value)
+
+
+class FilterModule(object):
+    """SGLang server-argument filters."""
+
+    def filters(self):
+        return {
+            'server_argv': _wrap(args_to_argv),
+            'argv_to_args': _wrap(argv_to_args),
+            'args_diff': _wrap(diff_args),
+            'systemd_quote': _wrap(systemd_quote),
+            'env_line': _wrap(env_line),
+            'exec_lines': _wrap(exec_lines),
+            'topology_defaults': _wrap(topology_defaults),
+            'nccl_profile': _wrap(nccl_profile),
+        }

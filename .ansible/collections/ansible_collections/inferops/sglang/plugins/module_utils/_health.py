@@ -1,0 +1,157 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# PRIVATE: this module_utils is private to the inferops.sglang collection; it can change at any time.
+"""Pure parts of the health gate (module inferops.sglang.server_health).
+
+What an SGLang server answers, from sgl-project/sglang ``python/sglang/srt/entrypoints/http_server.py``:
+
+- ``GET /health`` and ``GET /health_generate`` run a one-token generation and answer 200 when it
+  succeeds, 503 while the server is still starting or unhealthy; SGLang's own check waits up to 20 s.
+- ``GET /v1/models`` answers 200 as soon as the HTTP server runs, before the model can generate, so
+  it never counts as healthy (field case C03).
+- ``POST /v1/chat/completions`` is the OpenAI-compatible API; a real answer proves generation.
+- Nodes of rank >= 1 of a multi-node replica answer ``/health`` with a dummy 200: gate rank 0 only.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+
+# ActiveState values of systemd in which a service is (still) on its way or running.
+_SYSTEMD_ALIVE = ('active', 'activating', 'reloading')
+# supervisorctl status words (supervisor's process states).
+_SUPERVISOR_ALIVE = ('RUNNING', 'STARTING')
+
+
+def parse_systemctl_show(text):
+    """``systemctl show -p A -p B UNIT`` output -> dict of str.
+
+    :param text: str, ``KEY=value`` lines.
+    :returns: dict; MainPID and NRestarts are converted to int when present.
+    """
+    props = {}
+    for line in text.splitlines():
+        if '=' in line:
+            key, value = line.split('=', 1)
+            props[key.strip()] = value.strip()
+    for key in ('MainPID', 'NRestarts', 'ExecMainStatus'):
+        if key in props:
+            try:
+                props[key] = int(props[key])
+            except ValueError:
+                props[key] = None
+    return props
+
+
+def parse_supervisorctl_status(text):
+    """One line of ``supervisorctl status NAME`` -> dict(state, pid, detail).
+
+    Example lines (supervisor 4.x)::
+
+        sglang                           RUNNING   pid 123, uptime 0:00:12
+        sglang                           BACKOFF   Exited too quickly (process log may have details)
+        sglang                           FATAL     Exited too quickly (process log may have details)
+    """
+    for line in text.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) < 2:
+            continue
+        state = parts[1]
+        detail = parts[2] if len(parts) > 2 else ''
+        pid = None
+        if detail.startswith('pid '):
+            try:
+                pid = int(detail[4:].split(',')[0])
+            except ValueError:
+                pid = None
+        return {'state': state, 'pid': pid, 'detail': detail}
+    return {'state': 'UNKNOWN', 'pid': None, 'detail': text.strip()}
+
+
+def service_verdict(manager, baseline, current):
+    """Has the service failed or restarted since the cutover began?
+
+    :param manager: ``systemd`` or ``supervisord``.
+    :param baseline: status right after the start: for systemd the dict of :func:`parse_systemctl_show`
+        (MainPID, NRestarts), for supervisord the dict of :func:`parse_supervisorctl_status`;
+        or None when the caller did not start the service (then only a dead service fails).
+    :param current: the same kind of dict, read now.
+    :returns: None when the service looks alive and unchanged, else a str saying what happened.
+    """
+    if manager == 'systemd':
+        state = current.get('ActiveState')
+        sub = current.get('SubState')
+        pid = current.get('MainPID') or 0
+        if state == 'failed':
+            return 'the unit failed (ActiveState=failed, Result=%s)' % current.get('Result', '?')
+        if sub == 'auto-restart' or state not in _SYSTEMD_ALIVE:
+            return ('the server exited (ActiveState=%s, SubState=%s, exit status %s)'
+                    % (state, sub, current.get('ExecMainStatus')))
+        if baseline:
+            if (current.get('NRestarts') or 0) > (baseline.get('NRestarts') or 0):
+                return 'the unit restarted (NRestarts %s -> %s)' % (baseline.get('NRestarts'), current.get('NRestarts'))
+            if baseline.get('MainPID') and pid and pid != baseline.get('MainPID'):
+                return 'the server restarted (MainPID %s -> %s)' % (baseline.get('MainPID'), pid)
+        if not pid:
+            return 'the unit has no main process (ActiveState=%s, SubState=%s)' % (state, sub)
+        return None
+    if manager == 'supervisord':
+        state = current.get('state')
+        if state not in _SUPERVISOR_ALIVE:
+            return 'the program is %s (%s)' % (state, current.get('detail', ''))
+        if baseline and baseline.get('pid') and current.get('pid') and current['pid'] != baseline['pid']:
+            return 'the program restarted (pid %s -> %s)' % (baseline['pid'], current['pid'])
+        return None
+    raise ValueError('unknown service manager %r' % (manager,))
+
+
+def model_id(models_body, fallback='default'):
+    """The model id to ask for, from a ``GET /v1/models`` body (OpenAI list shape)."""
+    try:
+        data = json.loads(models_body)
+        return data['data'][0]['id']
+    except (ValueError, KeyError, IndexError, TypeError):
+        return fallback
+
+
+def chat_request(model, prompt, max_tokens):
+    """Body of a small deterministic ``POST /v1/chat/completions`` request (bytes)."""
+    body = {
+        'model': model,
+        'messages': [{'role': 'user', 'content': prompt}],
+        'max_tokens': max_tokens,
+        'temperature': 0,
+        'stream': False,
+    }
+    return json.dumps(body).encode('utf-8')
+
+
+def check_chat_response(status, body):
+    """Is this a real completion? Returns (ok, reason, completion_tokens)."""
+    if status != 200:
+        return False, 'HTTP %s' % status, 0
+    try:
+        data = json.loads(body)
+        choice = data['choices'][0]
+        content = choice.get('message', {}).get('content')
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return False, 'not an OpenAI chat completion: %r' % (body[:200],), 0
+    if content is None or content == '':
+        return False, 'the completion is empty', 0
+    tokens = 0
+    usage = data.get('usage') or {}
+    if isinstance(usage, dict):
+        tokens = usage.get('completion_tokens') or 0
+    return True, None, tokens
+
+
+def next_phase(phase, ok):
+    """tcp -> health -> smoke -> ready; a failed step stays where it is."""
+    order = ['tcp', 'health', 'smoke', 'ready']
+    if not ok:
+        return phase
+    return order[min(order.index(phase) + 1, len(order) - 1)]

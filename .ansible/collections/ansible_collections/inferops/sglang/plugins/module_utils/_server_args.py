@@ -1,0 +1,488 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE module_utils: for use by the modules and plugins of inferops.sglang only.
+# It is not part of the collection's public API; names and behaviour may change
+# in any release without a deprecation period. Do not import it from elsewhere.
+
+"""Pure helpers for SGLang server command lines and the systemd files that carry them.
+
+Nothing here runs a process, reads a file or imports SGLang: the functions turn
+data into text and back, so they can be unit tested and shared by modules,
+filters and templates.
+
+Secrets
+-------
+``SECRET_FLAGS`` lists the server flags whose values are credentials.
+``args_to_argv`` refuses to render them (unless ``allow_secrets=True``) because an
+argv ends up in the unit file (world readable under /etc/systemd/system), in
+``systemctl show``/``status`` output, in ``ps`` and in /proc/PID/cmdline.
+
+SGLang 0.5.23 reads no environment variable for its API keys: ``--api-key`` and
+``--admin-api-key`` are plain argparse options (``sglang/srt/arg_groups/fields/
+serving.py``) and ``sglang/srt/environ.py`` declares no ``SGLANG_API_KEY``. So a
+value in an EnvironmentFile= only reaches the server through an ExecStart= word
+such as ``--api-key ${SGLANG_API_KEY}``, which systemd expands at start: the unit
+file then holds no secret, but the running process's argv (``ps``) still does.
+A secret kept out of argv entirely needs SGLang's own ``--config FILE.yaml``
+(merged into argv inside the process by ``prepare_server_args``), a root-only
+file holding e.g. ``api-key: ...``.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import re
+
+# Flags (without dashes) whose value is a credential in SGLang 0.5.23.
+SECRET_FLAGS = (
+    'api-key',
+    'admin-api-key',
+    'ssl-keyfile-password',
+)
+# Flags whose value may embed a credential: SGLang itself redacts
+# --watermark-config from its recorded launch command (it may be an inline JSON
+# object holding the watermark key, or a file path).
+SECRET_IF_INLINE_JSON = (
+    'watermark-config',
+)
+
+REDACTED = '********'
+
+_ENV_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
+_NUMBER_RE = re.compile(r'^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$')
+
+
+def normalize_flag(key):
+    """Return the SGLang spelling of a server argument name, without dashes.
+
+    ``model_path`` and ``model-path`` both give ``model-path``. Raises ValueError
+    for names that are not strings, are empty, contain whitespace or start with '-'.
+    """
+    if not isinstance(key, str):
+        raise ValueError('server argument names must be strings, got %r' % (key,))
+    if key == '' or key.strip() == '':
+        raise ValueError('server argument name is empty')
+    if key.startswith('-'):
+        raise ValueError(
+            "server argument name %r starts with '-': write it without dashes, "
+            "as in 'model-path' for --model-path" % (key,))
+    if re.search(r'\s', key):
+        raise ValueError('server argument name %r contains whitespace' % (key,))
+    if '=' in key:
+        raise ValueError("server argument name %r contains '='" % (key,))
+    return key.replace('_', '-')
+
+
+def is_secret_flag(flag, value=None):
+    """True when ``flag`` (with or without dashes, any ``_``/``-`` spelling) carries a credential.
+
+    ``watermark-config`` counts only when its value is an inline JSON object.
+    """
+    name = flag.lstrip('-').split('=', 1)[0].replace('_', '-')
+    if name in SECRET_FLAGS:
+        return True
+    if name in SECRET_IF_INLINE_JSON:
+        if value is None or isinstance(value, dict):
+            return True
+        return str(value).lstrip().startswith('{')
+    return False
+
+
+def _format_scalar(value):
+    if isinstance(value, bool):
+        # Only reached for list items: a bool list item is passed as text.
+        return 'true' if value else 'false'
+    if isinstance(value, float):
+        # repr() gives the shortest text that round-trips: 0.88 -> '0.88', 1e-05 -> '1e-05'.
+        text = repr(value)
+        if text.endswith('.0'):
+            text = text[:-2]
+        return text
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    raise ValueError('unsupported value %r of type %s' % (value, type(value).__name__))
+
+
+def args_to_argv(mapping, allow_secrets=False):
+    """Turn a mapping of SGLang server arguments into argv tokens, in mapping order.
+
+    Keys are flag names without dashes (``model-path``; ``model_path`` is accepted
+    and normalised). Values:
+
+    - ``True`` -> the bare flag (store_true options such as ``trust-remote-code``);
+    - ``False`` or ``None`` -> omitted;
+    - list or tuple -> the flag followed by each item (nargs '+' options);
+      an empty list is omitted;
+    - dict -> one compact JSON text (``json-model-override-args``);
+    - int/float -> text (``0.88`` -> ``'0.88'``); str -> as is.
+
+    Secret flags (``SECRET_FLAGS``) raise ValueError unless ``allow_secrets``.
+    Two keys that normalise to the same flag raise ValueError.
+    """
+    if mapping is None:
+        return []
+    if not hasattr(mapping, 'items'):
+        raise ValueError('server arguments must be a mapping, got %s' % type(mapping).__name__)
+    argv = []
+    seen = set()
+    for key, value in mapping.items():
+        flag = normalize_flag(key)
+        if flag in seen:
+            raise ValueError('server argument %r is given twice (as %r and another spelling)' % (flag, key))
+        seen.add(flag)
+        if value is None or value is False:
+            continue
+        if not allow_secrets and is_secret_flag(flag, value):
+            raise ValueError(
+                '--%s carries a secret and is not rendered into a command line; '
+                'pass it through a root-only file instead (see the notes on secrets '
+                'in inferops.sglang server argument handling)' % flag)
+        option = '--' + flag
+        if value is True:
+            argv.append(option)
+        elif isinstance(value, dict):
+            argv.extend([option, json.dumps(value, separators=(',', ':'), sort_keys=False)])
+        elif isinstance(value, (list, tuple)):
+            if not value:
+                continue
+            argv.append(option)
+            for item in value:
+                if isinstance(item, dict):
+                    argv.append(json.dumps(item, separators=(',', ':')))
+                elif item is None:
+                    raise ValueError('--%s: list items must not be null' % flag)
+                else:
+                    argv.append(_format_scalar(item))
+        else:
+            argv.extend([option, _format_scalar(value)])
+    return argv
+
+
+def _is_option(token):
+    """True for a token that names an option rather than a value."""
+    if not token.startswith('-') or token in ('-', '--'):
+        return False
+    if _NUMBER_RE.match(token):
+        return False
+    return True
+
+
+def argv_to_args(tokens):
+    """Best-effort reverse of ``args_to_argv``, without knowing the parser.
+
+    ``--flag value`` -> ``{'flag': 'value'}``; several values -> a list; a bare
+    flag -> ``True``; ``--flag=value`` -> ``{'flag': 'value'}``; negative numbers
+    (``-1``, ``-0.5``) are values. Values stay text. Order is kept. A repeated
+    flag keeps the last occurrence (argparse's behaviour for store options).
+    Tokens before the first flag are collected under the key ``''``.
+    """
+    result = {}
+    current = None
+    for token in tokens:
+        token = str(token)
+        if token.startswith('--') and _is_option(token) and token != '--':
+            name, sep, value = token[2:].partition('=')
+            if name in result:
+                del result[name]  # re-insert to keep the last occurrence's position
+            if sep:
+                result[name] = value
+                current = None
+            else:
+                result[name] = True
+                current = name
+            continue
+        key = current if current is not None else ''
+        if key not in result:
+            result[key] = token
+            continue
+        existing = result[key]
+        if existing is True:
+            result[key] = token
+        elif isinstance(existing, list):
+            existing.append(token)
+        else:
+            result[key] = [existing, token]
+    return result
+
+
+def diff_args(old, new):
+    """Compare two argument mappings (as from ``argv_to_args``).
+
+    Returns ``{'added': {flag: value}, 'removed': {flag: value},
+    'changed': {flag: {'old': value, 'new': value}}, 'unchanged_count': int}``.
+    Keys are compared after ``_`` -> ``-`` normalisation; values as text, so
+    ``128`` equals ``'128'`` and ``0.88`` equals ``'0.88'``.
+    """
+    def norm_key(key):
+        return key.replace('_', '-') if isinstance(key, str) else key
+
+    def norm_value(value):
+        if isinstance(value, (list, tuple)):
+            return [norm_value(item) for item in value]
+        if isinstance(value, dict):
+            return json.dumps(value, separators=(',', ':'), sort_keys=True)
+        if value is True or value is False or value is None:
+            return value
+        return _format_scalar(value)
+
+    old_n = dict((norm_key(k), v) for k, v in (old or {}).items())
+    new_n = dict((norm_key(k), v) for k, v in (new or {}).items())
+    added = {}
+    removed = {}
+    changed = {}
+    unchanged = 0
+    for key, value in new_n.items():
+        if key not in old_n:
+            added[key] = value
+        elif norm_value(old_n[key]) != norm_value(value):
+            changed[key] = {'old': old_n[key], 'new': value}
+        else:
+            unchanged += 1
+    for key, value in old_n.items():
+        if key not in new_n:
+            removed[key] = value
+    return {'added': added, 'removed': removed, 'changed': changed, 'unchanged_count': unchanged}
+
+
+def redact_argv(tokens, replacement=REDACTED):
+    """Return a copy of argv tokens with the values of secret flags replaced.
+
+    Also covers abbreviations and misspellings argparse may see, e.g. ``--api-k``
+    or ``--api-keyy``: any long option that is a prefix of a secret flag (at
+    least 5 characters, any length in the ``--x=value`` form, and not itself an SGLang flag
+    such as ``--ssl-keyfile``) or starts with one. Secret flags take one value: only the token right after
+    the flag (or the part after ``=``) is replaced.
+    """
+    tokens = [str(t) for t in tokens]
+    out = list(tokens)
+    for index, token in enumerate(tokens):
+        if not (token.startswith('--') and _is_option(token)):
+            continue
+        name, sep, value = token[2:].partition('=')
+        if sep:
+            # argparse echoes a whole '--x=value' token in its ambiguity message, so a
+            # short prefix of a secret flag counts here too.
+            if _looks_secret(name, value, min_prefix=1):
+                out[index] = '--%s=%s' % (name, replacement)
+            continue
+        if index + 1 < len(tokens):
+            following = tokens[index + 1]
+            if following.startswith('--') and _is_option(following):
+                continue
+            if _looks_secret(name, following):
+                out[index + 1] = replacement
+    return out
+
+
+def secret_values(tokens):
+    """The values of secret flags in argv tokens (see ``redact_argv``), for masking."""
+    tokens = [str(t) for t in tokens]
+    values = []
+    for original, redacted in zip(tokens, redact_argv(tokens)):
+        if original != redacted:
+            if original.startswith('--') and '=' in original:
+                values.append(original.split('=', 1)[1])
+            else:
+                values.append(original)
+    return [v for v in values if v]
+
+
+# Exact SGLang 0.5.23 flags that are prefixes of a secret flag, so not abbreviations of it.
+NOT_SECRET_PREFIXES = ('ssl-keyfile',)
+
+
+def _looks_secret(name, value=None, min_prefix=5):
+    name = name.replace('_', '-')
+    if is_secret_flag(name, value):
+        return True
+    if name in NOT_SECRET_PREFIXES:
+        return False
+    for secret in SECRET_FLAGS + SECRET_IF_INLINE_JSON:
+        if (len(name) >= min_prefix and secret.startswith(name)) or name.startswith(secret):
+            return is_secret_flag(secret, value)
+    return False
+
+
+def systemd_quote(token):
+    """Quote one argv word for ExecStart= so that systemd passes it through unchanged.
+
+    systemd.service(5), "Command lines": a command line is split on whitespace;
+    a word may be wrapped in double or single quotes; C-style escapes are
+    recognised; "%" specifiers are expanded (systemd.unit(5), "%%" is a literal
+    "%"); "$FOO"/"${FOO}" are environment variable substitutions and "$$" is a
+    literal "$"; a lone ";" separates commands (a literal one is "\\;").
+
+    So: "%" and "$" are always doubled (specifier and variable expansion also
+    happen inside quotes); the word is wrapped in double quotes when it is
+    empty or contains whitespace, a quote or a backslash, and inside the quotes
+    "\\" and '"' are escaped, and newline, carriage return, tab and other control
+    characters are written as C escapes.
+    """
+    token = str(token)
+    if token == ';':
+        return '\\;'
+    escaped = token.replace('%', '%%').replace('$', '$$')
+    needs_quotes = (
+        token == ''
+        or any(ch in token for ch in ' \t\n\r\v\f"\'\\')
+        or any(ord(ch) < 0x20 or ord(ch) == 0x7f for ch in token)
+    )
+    if not needs_quotes:
+        return escaped
+    out = []
+    for ch in escaped:
+        if ch == '\\':
+            out.append('\\\\')
+        elif ch == '"':
+            out.append('\\"')
+        elif ch == '\n':
+            out.append('\\n')
+        elif ch == '\r':
+            out.append('\\r')
+        elif ch == '\t':
+            out.append('\\t')
+        elif ord(ch) < 0x20 or ord(ch) == 0x7f:
+            out.append('\\x%02x' % ord(ch))
+        else:
+            out.append(ch)
+    return '"' + ''.join(out) + '"'
+
+
+def systemd_command_line(argv):
+    """Join argv words for ExecStart= with ``systemd_quote``."""
+    return ' '.join(systemd_quote(token) for token in argv)
+
+
+def environment_file_line(name, value):
+    """One ``NAME="value"`` line for a file named by EnvironmentFile= (systemd.exec(5)).
+
+    In such a file a double-quoted value keeps its whitespace, and a backslash
+    followed by one of ``"`` ``\\`` `````` ``$`` stands for that character (the
+    rules of POSIX shell double quotes). systemd expands neither ``$VAR``/``${VAR}``
+    nor ``%`` specifiers in EnvironmentFile= values (checked with systemd 252:
+    ``E=$HOME ${X} %h`` arrives as that literal text), so ``%`` stays as is; ``$`` and
+    the backtick are escaped anyway, which costs nothing there and keeps the line
+    meaning the same for a POSIX shell that sources the file.
+
+    Raises ValueError for an invalid name (``[A-Za-z_][A-Za-z0-9_]*``), a value
+    holding a newline, carriage return or NUL, or a value that is not text or a number.
+    """
+    if not isinstance(name, str) or not _ENV_NAME_RE.match(name):
+        raise ValueError('invalid environment variable name %r: use [A-Za-z_][A-Za-z0-9_]*' % (name,))
+    if isinstance(value, bool):
+        value = 'true' if value else 'false'
+    elif isinstance(value, (int, float)):
+        value = _format_scalar(value)
+    elif value is None:
+        value = ''
+    elif not isinstance(value, str):
+        raise ValueError('value of %s must be text or a number, got %s' % (name, type(value).__name__))
+    for bad, label in (('\n', 'a newline'), ('\r', 'a carriage return'), ('\x00', 'a NUL byte')):
+        if bad in value:
+            raise ValueError('value of %s contains %s, which an environment file cannot hold on one line' % (name, label))
+    escaped = []
+    for ch in value:
+        if ch in '\\"$`':
+            escaped.append('\\' + ch)
+        else:
+            escaped.append(ch)
+    return '%s="%s"' % (name, ''.join(escaped))
+
+
+_AMBIGUOUS_RE = re.compile(r'^ambiguous option: (\S+?) could match ')
+_UNRECOGNIZED_RE = re.compile(r'^unrecognized arguments: (.*)$', re.S)
+_ARGUMENT_RE = re.compile(r'^argument (\S+?): ')
+_REQUIRED_RE = re.compile(r'^the following arguments are required: (\S+?)(,|$)')
+_FLAG_PREFIX_RE = re.compile(r'^(--?[A-Za-z0-9][A-Za-z0-9_-]*): ')
+
+
+def flag_from_parser_message(message, resolved=None):
+    """Name the flag an argparse error message is about, as the user wrote it.
+
+    ``message`` is the text argparse passes to ``ArgumentParser.error()``:
+
+    - ``ambiguous option: --cuda-graph-max-bs could match ...`` -> ``--cuda-graph-max-bs``
+      (an ``=value`` part is dropped);
+    - ``unrecognized arguments: --foo 1`` -> ``--foo`` (the first token that looks like a
+      flag; ``None`` when only stray values are left);
+    - ``argument --tp-size/--tensor-parallel-size: invalid int value: 'x'`` -> the token
+      the user wrote for that option when ``resolved`` says which one (``--tp``), else
+      the first option string (``--tp-size``);
+    - ``the following arguments are required: --model-path/--model`` -> ``--model-path``;
+    - ``--config: ...`` or ``--help: ...`` (the prefix this collection's check puts on
+      config-file errors and on options that make the parser exit) -> that flag.
+
+    ``resolved`` is a list of ``{'token', 'option', 'options'}`` mappings: each flag
+    written and the option strings of the action it resolved to. Returns None when
+    no flag can be told.
+    """
+    if not message:
+        return None
+    message = str(message)
+    match = _AMBIGUOUS_RE.match(message)
+    if match:
+        return match.group(1).split('=', 1)[0]
+    match = _UNRECOGNIZED_RE.match(message)
+    if match:
+        for token in match.group(1).split():
+            if _is_option(token):
+                return token.split('=', 1)[0]
+        return None
+    match = _ARGUMENT_RE.match(message)
+    if match:
+        names = match.group(1).split('/')
+        for item in resolved or ():
+            if item.get('option') in names or set(item.get('options') or ()) & set(names):
+                if item.get('option'):
+                    return item.get('token')
+        first = names[0]
+        return first if first.startswith('-') else None
+    match = _REQUIRED_RE.match(message)
+    if match:
+        return match.group(1).split('/')[0]
+    match = _FLAG_PREFIX_RE.match(message)
+    if match:
+        return match.group(1)
+    return None
+
+
+# NCCL settings of the reference scenario for GPUs linked only through PCIe (8 x RTX PRO 6000 Blackwell,
+# PCIe Gen5, no NVLink): the profile its operators found to work, kept as the PCIe default.
+PCIE_NCCL_PROFILE = (('NCCL_PROTO', 'LL'), ('NCCL_ALGO', 'Ring'))
+
+
+def nccl_profile(interconnect):
+    """Default NCCL variables for an interconnect (field case C09).
+
+    :param interconnect: ``nvlink``, ``pcie``, ``mixed``, ``single`` or ``none`` (host_facts' fact).
+    :returns: dict; the PCIe profile for ``pcie`` only, else empty (NVLink needs no tuning here).
+    """
+    return dict(PCIE_NCCL_PROFILE) if interconnect == 'pcie' else {}
+
+
+def topology_defaults(args, interconnect, gpu_count):
+    """Server arguments completed from what the host facts saw; the user's settings always win.
+
+    - PCIe-only interconnect: ``disable-custom-all-reduce: true`` unless the user set that flag
+      (SGLang's custom all-reduce kernel needs peer-to-peer NVLink; on PCIe-only hosts it is the
+      reference scenario's choice to disable it). NVLink: nothing added.
+    - No ``tp``/``tp-size`` given and GPUs were seen: ``tp-size`` = number of GPUs.
+
+    :param args: mapping of server arguments (keys with dashes or underscores).
+    :param interconnect: as :func:`nccl_profile`.
+    :param gpu_count: int, GPUs seen.
+    :returns: a new dict, the user's keys first in their order.
+    """
+    result = dict(args or {})
+    keys = set(normalize_flag(key) for key in result)
+    if interconnect == 'pcie' and 'disable-custom-all-reduce' not in keys:
+        result['disable-custom-all-reduce'] = True
+    if not keys & set(['tp', 'tp-size']) and int(gpu_count or 0) > 0:
+        result['tp-size'] = int(gpu_count)
+    return result

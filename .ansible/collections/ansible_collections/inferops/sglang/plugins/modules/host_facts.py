@@ -1,0 +1,891 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: host_facts
+short_description: Gather the facts an SGLang deployment needs from a GPU host
+version_added: 0.1.0
+description:
+  - Reads, without changing anything, what turning a hand-started SGLang server into a service depends
+    on, and returns it as the fact C(inferops_sglang).
+  - B(Init system) as it really is. C(systemd) only when C(/run/systemd/system) exists (what
+    C(sd_booted) checks) B(and) PID 1 is systemd. A container with systemd installed whose PID 1 is
+    C(sleep) or C(bash) is C(other), where Ansible's own C(ansible_service_mgr) fact has said
+    C(systemd).
+  - B(Container) kind, whether a B(cron) daemon runs, and the B(systemd) version.
+  - B(The Python interpreter) that will run the server (O(python)), asked directly by running one small
+    snippet in it. It reports its version, prefixes, site-packages, which C(sitecustomize.py) it really
+    imports at startup (and where that file's symlink leads), and the installed SGLang version, read from
+    the package metadata without importing C(sglang) or C(torch).
+  - B(GPUs) from C(nvidia-smi --query-gpu), the driver's CUDA version from the C(nvidia-smi) header,
+    the B(interconnect) from C(nvidia-smi topo -m), and the processes holding GPU memory.
+  - B(CUDA toolkits) under O(cuda_roots) and the one C(CUDA_HOME) should name.
+  - B(Listening TCP sockets) with the process that owns each, from C(/proc/net/tcp) and C(/proc/net/tcp6).
+  - Existing systemd B(unit files) matching O(unit_glob), and B(supervisord) programs.
+  - B(SGLang servers) running now, found as M(inferops.sglang.server_process_info) finds them
+    (exact argv, interpreter, environment with secret-looking values masked, cwd, user, port, tp/dp,
+    cgroup), split into C(servers) and C(strays) (not managed by O(unit)).
+  - Whether the B(endpoint) O(host):O(port) accepts TCP connections and what C(GET /health) answers.
+  - No GPU, no C(nvidia-smi), or an C(nvidia-smi) that fails (for example C(NVIDIA-SMI has failed
+    because it couldn't communicate with the NVIDIA driver)) is a normal result, not a failure; the GPU
+    facts are then empty and the reason is given as a warning. The same holds for an interpreter that does
+    not exist or cannot be run.
+  - All commands run with C(LANG=C) and C(LC_ALL=C), so their output does not depend on the locale.
+  - Run it as root (C(become)) to see the owner of every listening socket; otherwise sockets of other
+    users' processes have no C(pid).
+options:
+  python:
+    description:
+      - Path of the Python interpreter that will run the SGLang server, for example
+        C(/root/ml-env/bin/python3) (a virtual environment's interpreter).
+      - Reported as given, B(not) symlink-resolved; a venv's C(bin/python3) usually links to the system
+        interpreter, and resolving it would lose the venv.
+      - A bare name is looked up in E(PATH).
+      - When omitted, the C(python) fact has C(exists=false) and null values.
+    type: path
+    required: false
+  nvidia_smi:
+    description:
+      - Name or path of the C(nvidia-smi) executable. A name is looked up in E(PATH) and the C(sbin)
+        directories.
+      - When it cannot be found, the GPU facts are empty and a warning says so.
+    type: str
+    required: false
+    default: nvidia-smi
+  cuda_roots:
+    description:
+      - Glob patterns of CUDA toolkit directories to inspect.
+      - A match that is not a directory is skipped; a symlink (C(/usr/local/cuda)) is inspected and
+        reported with its resolved path.
+    type: list
+    elements: str
+    required: false
+    default: ['/usr/local/cuda', '/usr/local/cuda-*']
+  unit_glob:
+    description:
+      - Shell pattern of systemd unit file names to report, searched in C(/etc/systemd/system) and
+        C(/lib/systemd/system) (and C(/usr/lib/systemd/system) when that is another directory).
+      - Units are only reported when the init system is systemd.
+      - The same pattern without its C(.service) suffix selects supervisord programs.
+    type: str
+    required: false
+    default: 'sglang*.service'
+  unit:
+    description:
+      - The unit (or supervisord program) that manages the server. SGLang processes in its cgroup are
+        reported with C(managed=true); all others are strays.
+    type: str
+    required: false
+    default: sglang.service
+  host:
+    description:
+      - Address of the endpoint probed with C(GET /health). C(0.0.0.0) and C(::) are probed on loopback.
+    type: str
+    required: false
+    default: 127.0.0.1
+  port:
+    description:
+      - Port of the endpoint probed with C(GET /health) (SGLang's default C(--port) is 30000).
+    type: int
+    required: false
+    default: 30000
+  probe_timeout:
+    description:
+      - Seconds the C(/health) probe may take. SGLang's C(/health) runs a one-token generation, so a
+        loaded server can take over a second.
+    type: float
+    required: false
+    default: 10
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+  platform:
+    platforms: posix
+notes:
+  - Linux only in practice; C(/proc) is read directly.
+  - The interpreter probe runs C(<python> -c <snippet>) with the working directory C(/). It imports
+    C(json), C(os), C(sys), C(site), C(sysconfig) and C(importlib.metadata) only; whatever that
+    interpreter's C(sitecustomize.py) does at startup happens, exactly as it will for the server.
+  - Commands that may hang on a broken driver (C(nvidia-smi)) or a broken interpreter are run under
+    C(timeout 120) when the C(timeout) command exists.
+seealso:
+  - name: nvidia-smi documentation
+    description: Query fields, the topo -m legend.
+    link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
+  - name: sd_booted(3)
+    description: How to tell whether the system was booted with systemd.
+    link: https://www.freedesktop.org/software/systemd/man/latest/sd_booted.html
+author:
+  - inferops.sglang developers (@inferops)
+'''
+
+EXAMPLES = r'''
+- name: Gather SGLang host facts for the server's venv interpreter
+  inferops.sglang.host_facts:
+    python: /root/ml-env/bin/python3
+  become: true
+
+- name: Stop where there is nothing to run the server on
+  ansible.builtin.assert:
+    that:
+      - ansible_facts.inferops_sglang.gpu_count > 0
+      - ansible_facts.inferops_sglang.python.exists
+      - ansible_facts.inferops_sglang.python.sglang_version is not none
+    fail_msg: "No GPU, or no SGLang in {{ ansible_facts.inferops_sglang.python.executable }}"
+
+- name: PCIe-only GPUs get the PCIe NCCL profile
+  ansible.builtin.set_fact:
+    sglang_pcie_profile: "{{ ansible_facts.inferops_sglang.interconnect in ['pcie', 'mixed'] }}"
+
+- name: Use supervisord where PID 1 is not systemd
+  ansible.builtin.debug:
+    msg: >-
+      {{ 'systemd unit' if ansible_facts.inferops_sglang.init.system == 'systemd'
+         else 'supervisord program' }}
+
+- name: A custom nvidia-smi location and CUDA roots
+  inferops.sglang.host_facts:
+    python: /opt/venvs/sglang/bin/python
+    nvidia_smi: /usr/local/nvidia/bin/nvidia-smi
+    cuda_roots:
+      - /usr/local/cuda
+      - /usr/local/cuda-*
+      - /opt/nvidia/cuda-*
+'''
+
+RETURN = r'''
+ansible_facts:
+  description: Facts to add to the host's C(ansible_facts).
+  returned: always
+  type: dict
+  contains:
+    inferops_sglang:
+      description: Everything this module found.
+      returned: always
+      type: dict
+      contains:
+        init:
+          description: The init system and its surroundings.
+          returned: always
+          type: dict
+          contains:
+            system:
+              description:
+                - V(systemd) only when C(/run/systemd/system) exists and PID 1 is systemd (its
+                  C(/proc/1/comm), C(argv[0]) or C(/proc/1/exe)); V(other) otherwise, also when PID 1
+                  cannot be read.
+              type: str
+              returned: always
+              sample: systemd
+            pid1:
+              description: Name of PID 1 from C(/proc/1/comm); null when unreadable.
+              type: str
+              returned: always
+              sample: systemd
+            pid1_cmdline:
+              description: Command line of PID 1 from C(/proc/1/cmdline).
+              type: list
+              elements: str
+              returned: always
+              sample: ['/sbin/init']
+            systemd_booted:
+              description: Whether C(/run/systemd/system) exists.
+              type: bool
+              returned: always
+            systemd_version:
+              description: Version from the first line of C(systemctl --version); null without C(systemctl).
+              type: int
+              returned: always
+              sample: 255
+            container:
+              description:
+                - V(docker), V(podman), V(lxc), V(containerd), V(other) or V(none).
+                - From C(/run/systemd/container), C(container=) in C(/proc/1/environ), C(/.dockerenv),
+                  C(/run/.containerenv), then C(/proc/1/cgroup), the most explicit first.
+              type: str
+              returned: always
+              sample: lxc
+            cron_running:
+              description: Whether a cron daemon runs (C(cron), C(crond), C(cronie), C(fcron), busybox C(crond)).
+              type: bool
+              returned: always
+        python:
+          description: The interpreter of O(python), as it reports itself.
+          returned: always
+          type: dict
+          contains:
+            executable:
+              description: O(python) as given, not symlink-resolved; null when not given.
+              type: str
+              returned: always
+              sample: /root/ml-env/bin/python3
+            exists:
+              description: Whether it exists and is executable.
+              type: bool
+              returned: always
+            version:
+              description: C(major.minor.micro); null when it could not be run.
+              type: str
+              returned: always
+              sample: 3.12.3
+            prefix:
+              description: C(sys.prefix).
+              type: str
+              returned: always
+              sample: /root/ml-env
+            base_prefix:
+              description: C(sys.base_prefix).
+              type: str
+              returned: always
+              sample: /usr
+            is_venv:
+              description: Whether C(prefix) differs from C(base_prefix); null when it could not be run.
+              type: bool
+              returned: always
+            bin_dir:
+              description: Directory of O(python) as given (a venv's C(bin)).
+              type: str
+              returned: always
+              sample: /root/ml-env/bin
+            site_packages:
+              description: C(site.getsitepackages()) plus the C(purelib) and C(platlib) paths, without duplicates.
+              type: list
+              elements: str
+              returned: always
+              sample: ['/root/ml-env/lib/python3.12/site-packages']
+            sitecustomize:
+              description: The C(sitecustomize) module this interpreter actually imported at startup.
+              type: dict
+              returned: always
+              contains:
+                imported:
+                  description: Whether C(sitecustomize) is in C(sys.modules) after startup.
+                  type: bool
+                  returned: always
+                path:
+                  description: Its C(__file__); null when none was imported.
+                  type: str
+                  returned: always
+                  sample: /usr/lib/python3.12/sitecustomize.py
+                realpath:
+                  description: C(path) with symlinks resolved (Debian and Ubuntu ship a link to the packaged
+                    C(/etc/python3.X/sitecustomize.py)); null when none was imported.
+                  type: str
+                  returned: always
+                  sample: /etc/python3.12/sitecustomize.py
+                is_link:
+                  description: Whether C(path) is a symlink.
+                  type: bool
+                  returned: always
+                candidate:
+                  description: Where a new C(sitecustomize.py) would go when none is imported, in the
+                    interpreter's standard library directory (C(sysconfig) path C(stdlib)). Given always.
+                  type: str
+                  returned: always
+                  sample: /usr/lib/python3.12/sitecustomize.py
+                error:
+                  description: The C(Error in sitecustomize) report when importing it raised (then
+                    C(imported) is false and nothing it sets reaches the server); null otherwise.
+                  type: str
+                  returned: always
+            sglang_version:
+              description: Version of the installed C(sglang) distribution from its metadata
+                (C(importlib.metadata)); null when not installed. C(sglang) itself is not imported.
+              type: str
+              returned: always
+              sample: 0.5.9
+        gpus:
+          description: One entry per GPU, from C(nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,
+            compute_cap,driver_version,pci.bus_id --format=csv,noheader,nounits); empty without GPUs.
+          type: list
+          elements: dict
+          returned: always
+          contains:
+            index:
+              description: The GPU index nvidia-smi uses (not necessarily the C(CUDA_VISIBLE_DEVICES) order).
+              type: int
+            name:
+              description: Product name.
+              type: str
+              sample: NVIDIA H200
+            uuid:
+              description: GPU UUID.
+              type: str
+              sample: GPU-264e02ee-af98-d893-82ae-4ec1afc463e1
+            memory_total_mib:
+              description: Total memory in MiB.
+              type: int
+              sample: 143771
+            memory_used_mib:
+              description: Used memory in MiB at the time of the query.
+              type: int
+              sample: 0
+            compute_cap:
+              description: Compute capability; null with drivers that do not know the field.
+              type: str
+              sample: '9.0'
+            driver_version:
+              description: Driver version.
+              type: str
+              sample: 580.159.04
+            pci_bus_id:
+              description: PCI bus id.
+              type: str
+              sample: 00000000:00:06.0
+        gpu_count:
+          description: Number of entries in C(gpus).
+          type: int
+          returned: always
+          sample: 8
+        driver_version:
+          description: NVIDIA driver version; null without GPUs.
+          type: str
+          returned: always
+          sample: 580.159.04
+        cuda_driver_version:
+          description: The highest CUDA version the driver supports (C(CUDA Version) in the plain C(nvidia-smi)
+            header, else from C(nvidia-smi -q)); not the toolkit version. Null without GPUs.
+          type: str
+          returned: always
+          sample: '13.0'
+        interconnect:
+          description:
+            - How the GPUs talk to each other, from C(nvidia-smi topo -m) (legend C(NV#) = a bonded set of
+              C(#) NVLinks; C(PIX), C(PXB), C(PHB), C(NODE), C(SYS) = paths over PCIe).
+            - V(nvlink) every GPU pair is C(NV#); V(pcie) no pair is; V(mixed) some pairs are; V(single) one
+              GPU; V(none) no GPU.
+            - When C(topo -m) fails with several GPUs, C(nvidia-smi nvlink -s) decides between V(pcie) (no
+              active link) and V(mixed) (links that cannot be matched to pairs; two linked GPUs are V(nvlink)),
+              with a warning; V(pcie) with a warning when that fails too.
+          type: str
+          returned: always
+          sample: pcie
+        topology:
+          description: The GPU part of the C(topo -m) matrix, each GPU mapped to its link to every other GPU
+            (the C(X) self cell, NIC rows and columns and the affinity columns left out); empty without GPUs.
+          type: dict
+          returned: always
+          sample: {"GPU0": {"GPU1": "NV18"}, "GPU1": {"GPU0": "NV18"}}
+        gpu_processes:
+          description: Processes holding GPU memory, from C(nvidia-smi --query-compute-apps=gpu_uuid,pid,
+            process_name,used_gpu_memory --format=csv,noheader,nounits). A process on several GPUs is listed once per GPU.
+          type: list
+          elements: dict
+          returned: always
+          contains:
+            gpu_uuid:
+              description: UUID of the GPU.
+              type: str
+            pid:
+              description: Process id (in the host's PID namespace; may not exist in a container's).
+              type: int
+            process_name:
+              description: Process name as nvidia-smi reports it.
+              type: str
+            used_memory_mib:
+              description: GPU memory held, in MiB; null when the driver does not say.
+              type: int
+        nvidia_smi:
+          description: Path of the C(nvidia-smi) used; null when not found.
+          type: str
+          returned: always
+          sample: /usr/bin/nvidia-smi
+        cuda:
+          description: CUDA toolkits found under O(cuda_roots).
+          type: dict
+          returned: always
+          contains:
+            toolkits:
+              description: One entry per matched directory.
+              type: list
+              elements: dict
+              returned: always
+              contains:
+                path:
+                  description: The directory as matched.
+                  type: str
+                  sample: /usr/local/cuda
+                realpath:
+                  description: The directory with symlinks resolved.
+                  type: str
+                  sample: /usr/local/cuda-13.0
+                version:
+                  description: From C(version.json), else C(version.txt), else C(bin/nvcc --version)
+                    (the compiler's C(V) version); null when none says.
+                  type: str
+                  sample: 13.0.1
+                nvcc:
+                  description: Whether C(bin/nvcc) is an executable file.
+                  type: bool
+                ptxas:
+                  description: Whether C(bin/ptxas) is an executable file.
+                  type: bool
+            home:
+              description: What C(CUDA_HOME) should be, symlinks resolved; the highest version having both
+                C(nvcc) and C(ptxas), else the highest having C(nvcc); null when no toolkit has C(nvcc).
+              type: str
+              returned: always
+              sample: /usr/local/cuda-13.0
+        listeners:
+          description: Listening TCP sockets (state C(0A)) from C(/proc/net/tcp) and C(/proc/net/tcp6).
+          type: list
+          elements: dict
+          returned: always
+          contains:
+            proto:
+              description: V(tcp) or V(tcp6).
+              type: str
+            host:
+              description: Local address (C(0.0.0.0) and C(::) mean all addresses).
+              type: str
+              sample: 127.0.0.1
+            port:
+              description: Local port.
+              type: int
+              sample: 30000
+            inode:
+              description: Socket inode.
+              type: int
+            pid:
+              description: Lowest pid holding the socket (its C(socket:[inode]) in C(/proc/<pid>/fd));
+                null when not visible (not root, or another PID namespace).
+              type: int
+            process:
+              description: C(/proc/<pid>/comm) of that process; null with C(pid).
+              type: str
+              sample: python3
+        units:
+          description: Unit files matching O(unit_glob) (only when C(init.system) is V(systemd), else empty).
+          type: list
+          elements: dict
+          returned: always
+          contains:
+            name:
+              description: Unit file name.
+              type: str
+              sample: sglang.service
+            path:
+              description: Path of the file (a link to C(/dev/null) is a masked unit).
+              type: str
+              sample: /etc/systemd/system/sglang.service
+            active_state:
+              description: C(ActiveState) from C(systemctl show); absent for template units or when
+                C(systemctl) could not tell.
+              type: str
+              returned: when known
+              sample: active
+        supervisor:
+          description: supervisord and its programs.
+          type: dict
+          returned: always
+          contains:
+            installed:
+              description: Whether C(supervisord) is in E(PATH) or a main supervisord config file exists.
+              type: bool
+            running:
+              description: Whether a C(supervisord) process runs.
+              type: bool
+            config_files:
+              description: Config files read (C(/etc/supervisord.conf), C(/etc/supervisor/supervisord.conf),
+                C(/etc/supervisor/conf.d/*.conf), C(/etc/supervisord.d/*.conf), C(/etc/supervisord.d/*.ini)).
+              type: list
+              elements: str
+            programs:
+              description: Names of C([program:NAME]) sections matching O(unit_glob) less its C(.service) suffix.
+              type: list
+              elements: str
+              sample: ['sglang']
+        servers:
+          description:
+            - Every SGLang server running now, one entry per server (main process, its children, orphans).
+            - Each entry has the keys M(inferops.sglang.server_process_info) returns for C(servers), among them
+              C(main_pid), C(pids), C(argv), C(executable), C(module), C(args), C(env) (secret-looking values
+              masked as C(********)), C(cwd), C(user), C(host), C(port), C(tp), C(dp), C(pp), C(cgroup), C(managed).
+          type: list
+          elements: dict
+          returned: always
+        strays:
+          description: The entries of C(servers) not managed by O(unit) (for example started by hand with nohup).
+          type: list
+          elements: dict
+          returned: always
+        endpoint:
+          description: What O(host):O(port) answered.
+          type: dict
+          returned: always
+          contains:
+            host:
+              description: The address asked about (O(host)).
+              type: str
+            port:
+              description: The port asked about (O(port)).
+              type: int
+            listening:
+              description: Whether a TCP connection succeeded.
+              type: bool
+            health_status:
+              description: HTTP status of C(GET /health), or null without an HTTP answer.
+              type: int
+              sample: 200
+            seconds:
+              description: Seconds C(GET /health) took.
+              type: float
+            error:
+              description: Why there was no TCP connection or no HTTP answer, else null.
+              type: str
+'''
+
+import os
+import socket
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.six.moves.urllib.request import build_opener
+from ansible_collections.inferops.sglang.plugins.module_utils import _host
+from ansible_collections.inferops.sglang.plugins.module_utils._sglang_process import discover
+
+C_ENV = {'LANG': 'C', 'LC_ALL': 'C'}
+COMMAND_TIMEOUT = 120
+UNIT_DIRS = ('/etc/systemd/system', '/lib/systemd/system', '/usr/lib/systemd/system')
+PROC = '/proc'
+RUN = '/run'
+ETC = '/etc'
+
+
+class HostFacts(object):
+
+    def __init__(self, module):
+        self.module = module
+        self.timeout_bin = module.get_bin_path('timeout')
+        self._processes = None
+
+    def run(self, args, cwd=None):
+        """rc, stdout, stderr of args (a list), under `timeout` where available, in the C locale."""
+        cmd = list(args)
+        if self.timeout_bin:
+            cmd = [self.timeout_bin, str(COMMAND_TIMEOUT)] + cmd
+        kwargs = dict(check_rc=False, environ_update=C_ENV)
+        if cwd:
+            kwargs['cwd'] = cwd
+        try:
+            rc, out, err = self.module.run_command(cmd, **kwargs)
+        except OSError as e:
+            return 127, '', str(e)
+        if self.timeout_bin and rc == 124:
+            err = (err or '') + '\ntimed out after %d s' % COMMAND_TIMEOUT
+        return rc, out or '', err or ''
+
+    @property
+    def processes(self):
+        if self._processes is None:
+            self._processes = _host.list_processes(PROC)
+        return self._processes
+
+    # ---- init -------------------------------------------------------------------------------
+    def init_facts(self):
+        init = _host.detect_init(PROC, RUN)
+        if init['pid1'] is None:
+            self.module.warn('Cannot read /proc/1/comm; init.system is reported as "other".')
+        version = None
+        systemctl = self.module.get_bin_path('systemctl')
+        if systemctl:
+            rc, out, dummy = self.run([systemctl, '--version'])
+            if rc == 0:
+                version = _host.parse_systemctl_version(out)
+        init['systemd_version'] = version
+        init['container'] = _host.detect_container(PROC, RUN, '/')
+        init['cron_running'] = _host.cron_running(self.processes)
+        return init
+
+    # ---- python -----------------------------------------------------------------------------
+    def python_facts(self, python):
+        facts = {
+            'executable': python,
+            'exists': False,
+            'version': None,
+            'prefix': None,
+            'base_prefix': None,
+            'is_venv': None,
+            'bin_dir': os.path.dirname(python) if python else None,
+            'site_packages': [],
+            'sitecustomize': {
+                'imported': False,
+                'path': None,
+                'realpath': None,
+                'is_link': False,
+                'candidate': None,
+                'error': None,
+            },
+            'sglang_version': None,
+        }
+        if not python:
+            return facts
+        path = python
+        if os.sep not in python:
+            path = self.module.get_bin_path(python)
+            if path:
+                facts['bin_dir'] = os.path.dirname(path)
+        if not path or not os.path.isfile(path) or not os.access(path, os.X_OK):
+            self.module.warn('Python interpreter %s does not exist or is not executable.' % python)
+            return facts
+        facts['exists'] = True
+        rc, out, err = self.run([path, '-c', _host.PYTHON_PROBE], cwd='/')
+        probe = _host.parse_python_probe(out)
+        if probe is None:
+            self.module.warn('Running %s failed (rc=%s): %s' % (python, rc, (err or out).strip()[-500:]))
+            return facts
+        if probe.get('error'):
+            self.module.warn('The probe in %s reported: %s' % (python, probe['error']))
+        facts['version'] = probe.get('version')
+        facts['prefix'] = probe.get('prefix')
+        facts['base_prefix'] = probe.get('base_prefix')
+        if facts['prefix'] is not None and facts['base_prefix'] is not None:
+            facts['is_venv'] = facts['prefix'] != facts['base_prefix']
+        facts['site_packages'] = probe.get('site_packages') or []
+        facts['sglang_version'] = probe.get('sglang_version')
+        sc = facts['sitecustomize']
+        sc['imported'] = bool(probe.get('sitecustomize_imported'))
+        sc_path = probe.get('sitecustomize_path')
+        if sc_path:
+            sc['path'] = sc_path
+            sc['realpath'] = os.path.realpath(sc_path)
+            sc['is_link'] = os.path.islink(sc_path)
+        if probe.get('stdlib'):
+            sc['candidate'] = os.path.join(probe['stdlib'], 'sitecustomize.py')
+        sc['error'] = _host.sitecustomize_error(err)
+        if sc['error']:
+            self.module.warn('%s cannot import its sitecustomize: %s' % (python, sc['error']))
+        return facts
+
+    # ---- GPUs -------------------------------------------------------------------------------
+    def gpu_facts(self, nvidia_smi):
+        facts = {
+            'gpus': [],
+            'gpu_count': 0,
+            'driver_version': None,
+            'cuda_driver_version': None,
+            'interconnect': 'none',
+            'topology': {},
+            'gpu_processes': [],
+            'nvidia_smi': None,
+        }
+        smi = self.module.get_bin_path(nvidia_smi, opt_dirs=['/usr/local/nvidia/bin'])
+        if not smi:
+            self.module.warn('%s not found: no GPU facts (gpus is empty, interconnect is "none").' % nvidia_smi)
+            return facts
+        facts['nvidia_smi'] = smi
+
+        fields = list(_host.QUERY_GPU_FIELDS)
+        rc, out, err = self.run([smi, '--query-gpu=' + ','.join(fields), '--format=csv,noheader,nounits'])
+        if rc != 0 and 'compute_cap' in (out + err):
+            # drivers older than ~510 do not know compute_cap
+            fields.remove('compute_cap')
+            rc, out, err = self.run([smi, '--query-gpu=' + ','.join(fields), '--format=csv,noheader,nounits'])
+        if rc != 0:
+            self.module.warn('%s failed (rc=%s): %s; no GPU facts.'
+                             % (smi, rc, _host.smi_failure_message(out + '\n' + err)))
+            return facts
+        gpus = _host.parse_query_gpu(out, fields)
+        if not gpus:
+            self.module.warn('%s lists no GPU: %s' % (smi, _host.smi_failure_message(out + '\n' + err)))
+            return facts
+        facts['gpus'] = gpus
+        facts['gpu_count'] = len(gpus)
+        facts['driver_version'] = gpus[0].get('driver_version')
+
+        rc, out, err = self.run([smi])
+        cuda = _host.parse_cuda_version_from_smi(out) if rc == 0 else None
+        if facts['driver_version'] is None and rc == 0:
+            facts['driver_version'] = _host.parse_driver_version_from_smi(out)
+        if cuda is None:
+            rc, out, err = self.run([smi, '-q'])
+            if rc == 0:
+                cuda = _host.parse_cuda_version_from_smi(out)
+                if facts['driver_version'] is None:
+                    facts['driver_version'] = _host.parse_driver_version_from_smi(out)
+        facts['cuda_driver_version'] = cuda
+
+        facts['topology'], facts['interconnect'] = self.topology(smi, len(gpus))
+
+        rc, out, err = self.run([smi, '--query-compute-apps=' + ','.join(_host.COMPUTE_APPS_FIELDS),
+                                 '--format=csv,noheader,nounits'])
+        if rc == 0:
+            facts['gpu_processes'] = _host.parse_compute_apps(out)
+        else:
+            self.module.warn('%s --query-compute-apps failed: %s' % (smi, _host.smi_failure_message(out + '\n' + err)))
+        return facts
+
+    def topology(self, smi, gpu_count):
+        rc, out, err = self.run([smi, 'topo', '-m'])
+        matrix, interconnect = ({}, 'none')
+        if rc == 0:
+            matrix, interconnect = _host.parse_topology(out)
+        if gpu_count == 1:
+            return matrix, 'single'
+        if rc == 0 and len(matrix) == gpu_count:
+            return matrix, interconnect
+        reason = ('rc=%s: %s' % (rc, _host.smi_failure_message(out + '\n' + err)) if rc != 0
+                  else 'it lists %d GPUs, --query-gpu %d' % (len(matrix), gpu_count))
+        rc2, out2, dummy = self.run([smi, 'nvlink', '-s'])
+        if rc2 == 0:
+            guess = _host.interconnect_from_nvlink_status(_host.parse_nvlink_status(out2), gpu_count)
+            self.module.warn('%s topo -m is unusable (%s); interconnect "%s" comes from nvlink -s.'
+                             % (smi, reason, guess))
+            return matrix, guess
+        self.module.warn('%s topo -m and nvlink -s are unusable (%s); interconnect is assumed "pcie".'
+                         % (smi, reason))
+        return matrix, 'pcie'
+
+    # ---- CUDA -------------------------------------------------------------------------------
+    def cuda_facts(self, roots):
+        def nvcc_version(nvcc):
+            rc, out, dummy = self.run([nvcc, '--version'])
+            return out if rc == 0 else ''
+        toolkits = _host.inspect_cuda_toolkits(roots, nvcc_version)
+        return {'toolkits': toolkits, 'home': _host.choose_cuda_home(toolkits)}
+
+    # ---- sockets ----------------------------------------------------------------------------
+    def listeners(self):
+        listeners = []
+        for name, ipv6 in (('tcp', False), ('tcp6', True)):
+            text = _host.read_text(os.path.join(PROC, 'net', name))
+            if text is not None:
+                listeners.extend(_host.parse_proc_net_tcp(text, ipv6))
+        wanted = set(entry['inode'] for entry in listeners if entry['inode'])
+        owners = _host.map_socket_inodes(PROC, wanted)
+        comms = dict((p['pid'], p['comm']) for p in self.processes)
+        for entry in listeners:
+            entry['pid'] = owners.get(entry['inode'])
+            entry['process'] = comms.get(entry['pid']) if entry['pid'] is not None else None
+        listeners.sort(key=lambda e: (e['port'], e['proto'], e['host']))
+        return listeners
+
+    # ---- units and supervisord --------------------------------------------------------------
+    def units(self, init_system, pattern):
+        if init_system != 'systemd':
+            return []
+        units = _host.find_unit_files(UNIT_DIRS, pattern)
+        names = []
+        for unit in units:
+            if '@.' not in unit['name'] and unit['name'] not in names:
+                names.append(unit['name'])
+        systemctl = self.module.get_bin_path('systemctl')
+        if systemctl and names:
+            rc, out, dummy = self.run([systemctl, 'show', '--property=Id,ActiveState'] + names)
+            blocks = _host.parse_systemctl_show(out) if rc == 0 else []
+            if len(blocks) == len(names):
+                states = dict(zip(names, (b.get('ActiveState') for b in blocks)))
+                for unit in units:
+                    if states.get(unit['name']):
+                        unit['active_state'] = states[unit['name']]
+        return units
+
+    def supervisor(self, unit_glob):
+        pattern = unit_glob[:-len('.service')] if unit_glob.endswith('.service') else unit_glob
+        configs = _host.find_supervisor_configs(ETC)
+        programs = []
+        for path in configs:
+            for name in _host.parse_supervisor_programs(_host.read_text(path, ''), pattern):
+                if name not in programs:
+                    programs.append(name)
+        main_files = (os.path.join(ETC, 'supervisord.conf'), os.path.join(ETC, 'supervisor', 'supervisord.conf'))
+        main_conf = any(os.path.isfile(path) for path in main_files)
+        return {
+            'installed': bool(self.module.get_bin_path('supervisord')) or main_conf,
+            'running': _host.supervisord_running(self.processes),
+            'config_files': configs,
+            'programs': programs,
+        }
+
+
+def server_facts(module, unit):
+    """The SGLang servers running now (see module_utils._sglang_process.discover)."""
+    try:
+        found = discover(unit=unit, include_gpu_holders=False)
+    except Exception as exc:  # pylint: disable=broad-except
+        module.warn('Could not list SGLang server processes: %s' % to_native(exc))
+        return {'servers': [], 'strays': []}
+    return {'servers': found.servers, 'strays': found.strays}
+
+
+def probe_endpoint(host, port, timeout):
+    """TCP connect to host:port, then GET /health.
+
+    :returns: dict with ``host``, ``port``, ``listening`` (bool), ``health_status`` (HTTP status, or
+        None when there was no HTTP answer), ``seconds`` (float, how long /health took) and ``error``.
+    """
+    probe_host = '127.0.0.1' if host in ('', '0.0.0.0') else ('::1' if host == '::' else host)
+    result = {'host': host, 'port': port, 'listening': False, 'health_status': None,
+              'seconds': None, 'error': None}
+    try:
+        sock = socket.create_connection((probe_host, port), timeout=min(timeout, 5))
+        sock.close()
+        result['listening'] = True
+    except (OSError, socket.error) as exc:
+        result['error'] = to_native(exc)
+        return result
+    url = 'http://%s:%d/health' % ('[%s]' % probe_host if ':' in probe_host else probe_host, port)
+    started = time.time()
+    try:
+        # The default urllib opener, exactly what the standard library's one-call helper uses.
+        response = build_opener().open(url, timeout=timeout)
+        result['health_status'] = response.getcode()
+    except HTTPError as exc:
+        result['health_status'] = exc.code
+    except (URLError, OSError, socket.error) as exc:
+        result['error'] = to_native(exc)
+    result['seconds'] = round(time.time() - started, 3)
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            python=dict(type='path', required=False),
+            nvidia_smi=dict(type='str', required=False, default='nvidia-smi'),
+            cuda_roots=dict(type='list', elements='str', required=False,
+                            default=['/usr/local/cuda', '/usr/local/cuda-*']),
+            unit_glob=dict(type='str', required=False, default='sglang*.service'),
+            unit=dict(type='str', required=False, default='sglang.service'),
+            host=dict(type='str', required=False, default='127.0.0.1'),
+            port=dict(type='int', required=False, default=30000),
+            probe_timeout=dict(type='float', required=False, default=10),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    host = HostFacts(module)
+
+    facts = {}
+    facts['init'] = host.init_facts()
+    facts['python'] = host.python_facts(p['python'])
+    facts.update(host.gpu_facts(p['nvidia_smi']))
+    facts['cuda'] = host.cuda_facts(p['cuda_roots'])
+    facts['listeners'] = host.listeners()
+    facts['units'] = host.units(facts['init']['system'], p['unit_glob'])
+    facts['supervisor'] = host.supervisor(p['unit_glob'])
+
+    facts.update(server_facts(module, p['unit']))
+    facts['endpoint'] = probe_endpoint(p['host'], p['port'], p['probe_timeout'])
+
+    module.exit_json(changed=False, ansible_facts={'inferops_sglang': facts})
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,556 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: server_args_check
+short_description: Check an SGLang server command line with the target's own SGLang argument parser
+version_added: 0.1.0
+description:
+  - Runs a short Python program in the interpreter that the SGLang service will run (O(python)) and
+    parses the server arguments (O(args)) with the argument parser of the SGLang installed there,
+    C(argparse.ArgumentParser(prog="sglang serve")) filled by
+    C(sglang.srt.server_args.ServerArgs.add_cli_args), as C(prepare_server_args) builds it for
+    C(python -m sglang.launch_server) and C(sglang serve). When O(args) holds C(--config FILE),
+    the YAML file on the target is merged first, by SGLang's own C(ConfigArgumentMerger), as SGLang does.
+  - The check is parse-only. It loads no model, reads no model files (model paths need not exist),
+    does not construct or resolve C(ServerArgs) (in SGLang 0.5.23 C(ServerArgs.__post_init__) does nothing and
+    the validation beyond argparse lives in C(ServerArgs.resolve_once), which detects the platform and reads the
+    model configuration), and, with O(hide_gpus), does not initialise CUDA. Importing C(sglang.srt.server_args)
+    imports torch, which takes a few seconds (3 s here, 16 s on an H200 host).
+  - Meant to run before a running server is stopped, so that a command line the installed SGLang rejects
+    is found while the old server still serves. For example SGLang 0.5.23 rejects C(--cuda-graph-max-bs)
+    as ambiguous (it could match C(--cuda-graph-max-bs-decode) and C(--cuda-graph-max-bs-prefill)); which
+    release introduced that is not known here, only that 0.5.23 rejects it.
+  - When the parser rejects the command line the module fails, naming the offending flag and quoting the
+    parser's message verbatim.
+  - The values of secret flags (C(--api-key), C(--admin-api-key), C(--ssl-keyfile-password), an inline JSON
+    C(--watermark-config)) are never echoed in messages or return values. The module does not log its
+    invocation to the target's syslog, because O(args) may hold such values.
+  - Read-only; never reports a change.
+author:
+  - inferops.sglang developers (@inferops)
+options:
+  python:
+    description:
+      - Absolute path of the Python interpreter that the service will run, for example C(/root/ml-env/bin/python3).
+      - The check must use the same interpreter, and so the same SGLang, as the service.
+    type: path
+    required: true
+  args:
+    description:
+      - The server arguments, one argv token per item, as they follow C(-m sglang.launch_server) or
+        C(sglang serve) on the command line (without the interpreter and without C(-m sglang.launch_server)).
+      - Passed to the interpreter as JSON on standard input, never on its command line.
+      - C(sglang serve)'s own C(--model-type) selector is not a server argument and is rejected.
+    type: list
+    elements: str
+    default: []
+  fallback:
+    description:
+      - What to do when the check cannot run because C(sglang.srt.server_args) does not import in O(python)
+        (SGLang missing or broken) or O(python) does not exist.
+      - V(fail) fails the task.
+      - V(skip) returns RV(checked=false) and a warning.
+      - A command line that the parser rejects always fails; O(fallback) does not apply to it.
+    type: str
+    choices: [fail, skip]
+    default: fail
+  environment:
+    description:
+      - Environment variables to set for the check, normally the service's own environment.
+      - Some of SGLang's choices depend on the environment (for example C(SGLANG_KV_CANARY_ENABLE_TOKEN_ORACLE)
+        adds a C(--sampling-backend) choice in 0.5.23).
+    type: dict
+    default: {}
+  load_plugins:
+    description:
+      - Call C(sglang.srt.plugins.load_plugins()) before building the parser, as C(sglang.launch_server) does.
+        Plugins may register parser choices (for example reasoning parsers).
+      - Off by default because plugins run arbitrary code, and platform plugins may touch devices.
+    type: bool
+    default: false
+  hide_gpus:
+    description:
+      - Run the check with C(CUDA_VISIBLE_DEVICES) set to the empty string, after O(environment), so that it
+        cannot touch a GPU that the running server is using.
+      - Importing C(sglang.srt.server_args) of SGLang 0.5.23 on a CUDA host initialises CUDA on every visible
+        GPU (C(sglang.srt.platforms) calls C(torch.cuda.get_device_name()) while resolving the platform),
+        opening the C(/dev/nvidia*) devices. With no visible GPU it does not, and the parser was found to be
+        the same (561 option strings, same actions, choices and nargs) on an H200 host with a CUDA 13 torch.
+      - Set to V(false) only if a future SGLang builds its parser differently without GPUs.
+    type: bool
+    default: true
+  timeout:
+    description:
+      - Seconds the check may take, import of SGLang and torch included. On expiry the module fails.
+    type: int
+    default: 300
+attributes:
+  check_mode:
+    support: full
+    description: Runs the same read-only check in check mode.
+  diff_mode:
+    support: none
+    description: Nothing is changed, so there is no diff.
+notes:
+  - A flag accepted only as an abbreviation (argparse's prefix matching, for example C(--tp) for C(--tp-size) in
+    SGLang 0.5.23) is reported in RV(abbreviations) with a warning; a later SGLang that adds another flag with
+    the same prefix turns it into an ambiguity error, which is what happened to C(--cuda-graph-max-bs).
+  - Deprecation messages that the parser logs while parsing, and flags whose help text says they are
+    deprecated, are returned in RV(parser_warnings) and RV(deprecated).
+seealso:
+  - name: SGLang server arguments
+    description: SGLang's documentation of its server arguments.
+    link: https://docs.sglang.ai/advanced_features/server_arguments.html
+'''
+
+EXAMPLES = r'''
+- name: Check the new command line with the target's own SGLang before stopping anything
+  inferops.sglang.server_args_check:
+    python: /root/ml-env/bin/python3
+    args:
+      - --model-path
+      - /shared/kimi-k2.5-int4
+      - --tp
+      - "8"
+      - --cuda-graph-max-bs-decode
+      - "128"
+  register: __sglang_args_check
+
+- name: Check a command line rendered from a mapping, with the unit's environment
+  inferops.sglang.server_args_check:
+    python: "{{ sglang_python }}"
+    args: "{{ _sglang_argv }}"
+    environment: "{{ sglang_environment }}"
+
+- name: On hosts that may not have SGLang yet, skip the check instead of failing
+  inferops.sglang.server_args_check:
+    python: /opt/sglang/bin/python3
+    args: [--model-path, /models/llama]
+    fallback: skip
+  register: __sglang_args_check
+
+- name: Say when the check could not run
+  ansible.builtin.debug:
+    msg: "not checked: {{ __sglang_args_check.message }}"
+  when: not __sglang_args_check.checked
+'''
+
+RETURN = r'''
+checked:
+  description: Whether the command line was parsed by SGLang's parser. V(false) only with O(fallback=skip).
+  returned: always
+  type: bool
+  sample: true
+valid:
+  description:
+    - Whether SGLang's parser accepted the command line. V(null) when RV(checked) is V(false).
+    - When V(false) the task fails; the value is then in the failed result.
+  returned: always
+  type: bool
+  sample: true
+sglang_version:
+  description: Version of the C(sglang) distribution installed for O(python) (from its metadata), V(null) when none is.
+  returned: always
+  type: str
+  sample: 0.5.23
+python_version:
+  description: Version of O(python). V(null) when it did not run.
+  returned: always
+  type: str
+  sample: 3.11.2
+parser:
+  description: The parser that was used.
+  returned: always
+  type: str
+  sample: sglang.srt.server_args.ServerArgs.add_cli_args
+flag:
+  description:
+    - The offending flag as written in O(args) (without any C(=value)), when it can be told from the parser's
+      message; for an argument error on an abbreviation, the abbreviation written.
+    - V(null) when the command line is valid, not checked, or the message names no flag.
+  returned: always
+  type: str
+  sample: --cuda-graph-max-bs
+message:
+  description:
+    - The parser's error message, verbatim (values of secret flags replaced by C(********)).
+    - When RV(checked) is V(false), why the check could not run. V(null) when valid.
+  returned: always
+  type: str
+  sample: "ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill"
+abbreviations:
+  description: Flags in O(args) that are not SGLang option names but unambiguous prefixes of one, mapped to it.
+  returned: always
+  type: dict
+  sample: {"--tp": "--tp-size"}
+deprecated:
+  description: Flags in O(args) whose help text in this SGLang says they are deprecated, mapped to that help text.
+  returned: always
+  type: dict
+  sample:
+    "--enable-flashinfer-allreduce-fusion": >-
+      (Deprecated: use --flashinfer-allreduce-fusion-backend=auto) Enable FlashInfer allreduce fusion with Residual RMSNorm.
+parser_warnings:
+  description: Warnings that SGLang logged or raised while parsing (for example for deprecated flags).
+  returned: always
+  type: list
+  elements: str
+  sample: []
+duration_seconds:
+  description: Wall-clock seconds the check took, interpreter start and SGLang import included.
+  returned: always
+  type: float
+  sample: 4.213
+rc:
+  description: Exit status of the check program (negative for a signal, -14 when O(timeout) expired).
+  returned: when the check program gave no result
+  type: int
+  sample: -14
+stderr_tail:
+  description: The last 15 lines the check program wrote on standard error.
+  returned: when the check program gave no result
+  type: str
+  sample: "Segmentation fault"
+'''
+
+import json
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
+    NOT_SECRET_PREFIXES,
+    SECRET_FLAGS,
+    SECRET_IF_INLINE_JSON,
+    flag_from_parser_message,
+    secret_values,
+)
+
+PARSER_NAME = 'sglang.srt.server_args.ServerArgs.add_cli_args'
+RESULT_MARK = '@@INFEROPS_SERVER_ARGS_CHECK@@'
+
+# Runs in the target interpreter (any Python 3). Reads a JSON request on stdin, writes one
+# line "<RESULT_MARK><json>" on stdout; everything else the import prints goes to stderr.
+# It never prints the argument values it was given, except inside the parser's own message
+# (with secret values masked).
+CHECK_PROGRAM = r'''
+import json, os, sys, time
+MARK = %(mark)r
+req = json.loads(sys.stdin.read())
+if req.get("timeout"):
+    try:
+        import signal
+        signal.alarm(int(req["timeout"]))
+    except Exception:
+        pass
+out = {"python_version": sys.version.split()[0], "sglang_version": None, "import_error": None,
+       "valid": None, "message": None, "resolved": [], "deprecated": {}, "parser_warnings": []}
+saved_stdout = os.dup(1)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+
+def emit():
+    try:
+        sys.stderr.flush()
+    except Exception:
+        pass
+    os.dup2(saved_stdout, 1)
+    os.write(1, (MARK + json.dumps(out) + "\n").encode("utf-8"))
+    os._exit(0)
+
+
+try:
+    try:
+        from importlib import metadata as _md
+    except ImportError:
+        _md = None
+    if _md is not None:
+        try:
+            out["sglang_version"] = _md.version("sglang")
+        except Exception:
+            pass
+    import argparse
+    import logging
+    import warnings
+    if req.get("load_plugins"):
+        from sglang.srt.plugins import load_plugins
+        load_plugins()
+    from sglang.srt.server_args import ServerArgs
+except BaseException as exc:
+    out["import_error"] = "%%s: %%s" %% (type(exc).__name__, exc)
+    emit()
+
+secrets = tuple(req.get("secret_flags", ()))
+maybe_secrets = tuple(req.get("secret_if_inline_json", ()))
+not_secret = tuple(req.get("not_secret", ()))
+
+
+def _secret_name(name, value, min_prefix=5):
+    name = name.lstrip("-").replace("_", "-")
+    if name in not_secret:
+        return False
+    for s in secrets + maybe_secrets:
+        if name == s or (len(name) >= min_prefix and s.startswith(name)) or name.startswith(s):
+            if s in maybe_secrets:
+                return value is None or value.lstrip().startswith("{")
+            return True
+    return False
+
+
+def _secret_values(tokens):
+    found = []
+    for i, tok in enumerate(tokens):
+        if not tok.startswith("--"):
+            continue
+        name, sep, value = tok.partition("=")
+        if sep:
+            if value and _secret_name(name, value, 1):
+                found.append(value)
+        elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+            if _secret_name(name, tokens[i + 1]) and tokens[i + 1]:
+                found.append(tokens[i + 1])
+    return sorted(set(found), key=len, reverse=True)
+
+
+class _Rejected(Exception):
+    pass
+
+
+class _Exited(Exception):
+    pass
+
+
+def _error(message):
+    raise _Rejected(message)
+
+
+def _exit(status=0, message=None):
+    flag = "--help"
+    for tok in argv:
+        name = tok.split("=", 1)[0]
+        if name == "-h" or (len(name) > 2 and "--help".startswith(name)):
+            flag = name
+            break
+        if len(name) > 2 and "--version".startswith(name):
+            flag = name
+            break
+    raise _Exited("%%s: the parser printed its output and exited with status %%s instead of returning "
+                  "the arguments; a server command line cannot contain it" %% (flag, status))
+
+
+argv = [str(a) for a in req.get("args", [])]
+masked = _secret_values(argv)
+
+
+def _mask(text):
+    if text is None:
+        return None
+    for value in masked:
+        text = text.replace(value, "********")
+    return text
+
+
+class _Capture(logging.Handler):
+    def emit(self, record):
+        try:
+            text = record.getMessage()
+        except Exception:
+            text = str(record.msg)
+        for code in ("\033[1;33m", "\033[0m", "\033[33m", "\033[1m"):
+            text = text.replace(code, "")
+        out["parser_warnings"].append(_mask(text))
+
+
+try:
+    parser = argparse.ArgumentParser(prog="sglang serve")
+    ServerArgs.add_cli_args(parser)
+    parser.error = _error
+    parser.exit = _exit
+    if "--config" in argv:
+        try:
+            from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
+            argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
+            masked = _secret_values(argv)
+        except (_Rejected, _Exited):
+            raise
+        except Exception as exc:
+            raise _Rejected("--config: %%s: %%s" %% (type(exc).__name__, exc))
+    options = parser._option_string_actions
+    for tok in argv:
+        if not tok.startswith("--") or tok == "--":
+            continue
+        name = tok.split("=", 1)[0]
+        if name in options:
+            action = options[name]
+            out["resolved"].append({"token": name, "option": name, "options": list(action.option_strings)})
+        elif parser.allow_abbrev:
+            matches = [o for o in options if o.startswith(name)]
+            option = matches[0] if len(matches) == 1 else None
+            action = options[option] if option else None
+            out["resolved"].append({"token": name, "option": option,
+                                    "options": list(action.option_strings) if action else matches})
+        else:
+            action = None
+            out["resolved"].append({"token": name, "option": None, "options": []})
+        if action is not None and action.help and "deprecated" in str(action.help).lower():
+            out["deprecated"][name] = str(action.help)
+    handler = _Capture(level=logging.WARNING)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            parser.parse_args(argv)
+    finally:
+        root.removeHandler(handler)
+    for w in caught:
+        out["parser_warnings"].append(_mask("%%s: %%s" %% (w.category.__name__, w.message)))
+    out["valid"] = True
+except (_Rejected, _Exited) as exc:
+    out["valid"] = False
+    out["message"] = _mask(str(exc))
+except Exception as exc:
+    out["valid"] = False
+    out["message"] = _mask("%%s raised while parsing: %%s" %% (type(exc).__name__, exc))
+emit()
+''' % {'mark': RESULT_MARK}
+
+
+def _result_base():
+    return dict(
+        changed=False,
+        checked=False,
+        valid=None,
+        sglang_version=None,
+        python_version=None,
+        parser=PARSER_NAME,
+        flag=None,
+        message=None,
+        abbreviations={},
+        deprecated={},
+        parser_warnings=[],
+        duration_seconds=0.0,
+    )
+
+
+def _cannot_check(module, result, why):
+    result['message'] = why
+    if module.params['fallback'] == 'skip':
+        module.warn('SGLang server arguments not checked: %s' % why)
+        module.exit_json(**result)
+    module.fail_json(msg='Cannot check the SGLang server arguments: %s' % why, **result)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            python=dict(type='path', required=True),
+            args=dict(type='list', elements='str', default=[]),
+            fallback=dict(type='str', choices=['fail', 'skip'], default='fail'),
+            environment=dict(type='dict', default={}),
+            load_plugins=dict(type='bool', default=False),
+            hide_gpus=dict(type='bool', default=True),
+            timeout=dict(type='int', default=300),
+        ),
+        supports_check_mode=True,
+        # args may hold --api-key values: do not write the invocation to the target's syslog.
+        no_log=True,
+    )
+    args = [str(a) for a in module.params['args']]
+    for value in secret_values(args):
+        module.no_log_values.add(value)
+
+    python = module.params['python']
+    result = _result_base()
+
+    if not os.path.isabs(python):
+        module.fail_json(msg='python must be an absolute path, got %s' % python, **result)
+    if not os.path.exists(python):
+        _cannot_check(module, result, 'interpreter %s does not exist' % python)
+    if not os.access(python, os.X_OK) or os.path.isdir(python):
+        _cannot_check(module, result, 'interpreter %s is not executable' % python)
+
+    request = dict(
+        args=args,
+        load_plugins=module.params['load_plugins'],
+        timeout=module.params['timeout'],
+        secret_flags=list(SECRET_FLAGS),
+        secret_if_inline_json=list(SECRET_IF_INLINE_JSON),
+        not_secret=list(NOT_SECRET_PREFIXES),
+    )
+    environ = dict(LANG='C', LC_ALL='C', PYTHONUNBUFFERED='1')
+    for key, value in (module.params['environment'] or {}).items():
+        environ[str(key)] = '' if value is None else str(value)
+    if module.params['hide_gpus']:
+        environ['CUDA_VISIBLE_DEVICES'] = ''
+
+    started = time.monotonic()
+    rc, stdout, stderr = module.run_command(
+        [python, '-c', CHECK_PROGRAM],
+        data=json.dumps(request),
+        environ_update=environ,
+        cwd='/',
+    )
+    result['duration_seconds'] = round(time.monotonic() - started, 3)
+
+    reply = None
+    for line in (stdout or '').splitlines():
+        if line.startswith(RESULT_MARK):
+            try:
+                reply = json.loads(line[len(RESULT_MARK):])
+            except ValueError:
+                reply = None
+    if reply is None:
+        tail = '\n'.join((stderr or '').strip().splitlines()[-15:])
+        if rc in (-14, 142):
+            why = 'the check did not finish within the timeout of %s s' % module.params['timeout']
+        else:
+            why = 'the check program exited with status %s and no result' % rc
+        module.fail_json(msg='Cannot check the SGLang server arguments with %s: %s' % (python, why),
+                         rc=rc, stderr_tail=tail, **result)
+
+    result['python_version'] = reply.get('python_version')
+    result['sglang_version'] = reply.get('sglang_version')
+    if reply.get('import_error'):
+        _cannot_check(
+            module, result,
+            'sglang.srt.server_args does not import in %s (%s)' % (python, reply['import_error']))
+
+    result['checked'] = True
+    result['valid'] = bool(reply.get('valid'))
+    result['deprecated'] = reply.get('deprecated') or {}
+    result['parser_warnings'] = reply.get('parser_warnings') or []
+    resolved = reply.get('resolved') or []
+    result['abbreviations'] = dict(
+        (item['token'], item['option']) for item in resolved
+        if item.get('option') and item['option'] != item['token'])
+
+    version = result['sglang_version']
+    who = "SGLang %s's own argument parser" % version if version else "The installed SGLang's own argument parser"
+
+    if not result['valid']:
+        message = reply.get('message') or ''
+        result['message'] = message
+        result['flag'] = flag_from_parser_message(message, resolved)
+        target = result['flag'] or 'the command line'
+        module.fail_json(msg='%s rejects %s: %s' % (who, target, message), **result)
+
+    for token, option in sorted(result['abbreviations'].items()):
+        module.warn('%s is accepted only as an abbreviation of %s by %s; write %s, since a later SGLang '
+                    'that adds another flag starting with %s makes it ambiguous' % (token, option, who, option, token))
+    for option, help_text in sorted(result['deprecated'].items()):
+        module.warn('%s is deprecated in SGLang %s: %s' % (option, version or '(unknown version)', help_text))
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,439 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: server_health
+short_description: Health gate for an SGLang server - TCP, /health, then real chat completions
+version_added: 0.1.0
+description:
+  - Waits until an SGLang server proves it can generate - a TCP connection to O(host):O(port), then
+    C(GET /health) answering 200 (SGLang's handler runs a one-token generation, so each request may take
+    over a second; the per-request timeout O(request_timeout) is at least 20 s, SGLang's own health timeout),
+    then O(smoke_requests) sequential C(POST /v1/chat/completions) requests, each bounded by O(smoke_timeout),
+    that must return a non-empty completion.
+  - C(GET /v1/models) answers 200 while the model is still loading and never counts (field case C03).
+  - Each poll also checks the service itself (O(manager)) - a systemd unit that failed, is waiting to
+    restart, restarted (C(NRestarts) or C(MainPID) changed against O(baseline)), or a supervisord program
+    that is not C(RUNNING)/C(STARTING) or changed pid - and then fails at once with the last O(log_lines)
+    lines of its log (C(journalctl -u) or the program's log file). With O(interval) = 1 s, a crash during
+    the load is reported about a second after it happens.
+  - One call waits at most O(wait) seconds and returns RV(state=waiting) if the server is not ready yet, so
+    a task can call it in an C(until) loop and Ansible shows each round (a 10-minute load does not look like a
+    hang). The overall budget is O(budget) seconds from O(started_at); progress (first TCP accept, first
+    healthy answer) is kept between calls in O(progress_file).
+  - Nodes of rank >= 1 of a multi-node replica answer C(/health) with a dummy 200 (SGLang's
+    C(http_server.py)); gate rank 0 only.
+options:
+  host:
+    description: Address of the server. C(0.0.0.0) is probed on C(127.0.0.1), C(::) on C(::1).
+    type: str
+    default: 127.0.0.1
+  port:
+    description: Port of the server.
+    type: int
+    default: 30000
+  manager:
+    description: What runs the server, checked on every poll. C(none) checks only the endpoint.
+    type: str
+    choices: [systemd, supervisord, none]
+    default: systemd
+  service:
+    description: The systemd unit or supervisord program name. Required unless O(manager=none).
+    type: str
+  baseline:
+    description:
+      - Status of the service right after it was started, as returned in RV(service) by an earlier call
+        (or by this module with O(wait=0)). A later restart against it fails the gate.
+      - For systemd the keys C(MainPID) and C(NRestarts); for supervisord the key C(pid).
+    type: dict
+  started_at:
+    description: Epoch seconds when the service was started; times are measured from it. Default now.
+    type: float
+  budget:
+    description: Seconds from O(started_at) the server may take to become ready (a large model loads ~10 min).
+    type: float
+    default: 900
+  wait:
+    description: Seconds this call may wait before it returns RV(state=waiting).
+    type: float
+    default: 30
+  interval:
+    description: Seconds between polls.
+    type: float
+    default: 1
+  request_timeout:
+    description: Timeout of each C(GET /health) in seconds; at least 20.
+    type: float
+    default: 30
+  smoke_requests:
+    description: Sequential chat completions that must succeed after C(/health). 0 skips them.
+    type: int
+    default: 3
+  smoke_timeout:
+    description: Timeout of each chat completion in seconds.
+    type: float
+    default: 60
+  smoke_prompt:
+    description: The user message of the smoke test.
+    type: str
+    default: Reply with one word.
+  smoke_max_tokens:
+    description: C(max_tokens) of each smoke request.
+    type: int
+    default: 8
+  api_key:
+    description:
+      - Bearer token for C(/v1/*) when the server runs with an API key. Never logged.
+    type: str
+  log_lines:
+    description: Lines of the service's log to include when the gate fails.
+    type: int
+    default: 40
+  log_file:
+    description: Log file of a supervisord program (for O(manager=supervisord)).
+    type: path
+  supervisor_config:
+    description: supervisord configuration file passed to C(supervisorctl -c).
+    type: path
+  supervisorctl:
+    description: Path of C(supervisorctl) (for O(manager=supervisord)), e.g. in supervisor's venv.
+    type: path
+    default: supervisorctl
+  progress_file:
+    description: Where progress is kept between calls. Default C(/run/inferops-sglang/health-<port>.json).
+    type: path
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Only reads; in check mode the progress file is not written.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+notes:
+  - Run it on the server's host; the endpoint is usually bound to loopback.
+seealso:
+  - module: inferops.sglang.server_process
+author:
+  - inferops.sglang developers (@inferops)
+'''
+
+EXAMPLES = r'''
+- name: Note when the unit was started
+  ansible.builtin.set_fact:
+    gate_started_at: "{{ now().timestamp() }}"
+
+- name: Wait until the server generates (each round waits up to 30 s)
+  inferops.sglang.server_health:
+    port: 30000
+    manager: systemd
+    service: sglang.service
+    started_at: "{{ gate_started_at }}"
+    budget: 900
+  register: gate
+  until: gate.state | default('failed') != 'waiting'
+  retries: 40
+  delay: 0
+'''
+
+RETURN = r'''
+state:
+  description: C(ready) when every step passed, C(waiting) when the call ran out of O(wait), C(failed) otherwise.
+  returned: always
+  type: str
+  sample: ready
+phase:
+  description: The step reached - C(tcp), C(health), C(smoke) or C(ready).
+  returned: always
+  type: str
+reason:
+  description: Why the gate failed, or what it is waiting for.
+  returned: always
+  type: str
+elapsed:
+  description: Seconds since O(started_at).
+  returned: always
+  type: float
+time_to_tcp:
+  description: Seconds from O(started_at) to the first accepted TCP connection (null before).
+  returned: always
+  type: float
+time_to_healthy:
+  description: Seconds from O(started_at) to the first C(/health) 200 (null before).
+  returned: always
+  type: float
+health_latency:
+  description: Seconds the passing C(GET /health) took.
+  returned: always
+  type: float
+smoke_latencies:
+  description: Seconds each smoke-test completion took, in order.
+  returned: always
+  type: list
+  elements: float
+last_status:
+  description: HTTP status of the last C(/health) answer (null without one).
+  returned: always
+  type: int
+service:
+  description: The service's status at the last poll (systemd properties, or supervisord state and pid).
+  returned: always
+  type: dict
+log_tail:
+  description: Last lines of the service's log, when the gate failed.
+  returned: when state is failed
+  type: list
+  elements: str
+'''
+
+import json
+import os
+import socket
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native, to_text
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.six.moves.urllib.request import Request, build_opener
+from ansible_collections.inferops.sglang.plugins.module_utils import _health
+
+
+class Gate(object):
+    """One call of the gate: polls until ready, failed, out of budget, or out of this call's wait."""
+
+    def __init__(self, module):
+        self.module = module
+        p = module.params
+        self.p = p
+        host = p['host']
+        self.host = '127.0.0.1' if host in ('', '0.0.0.0') else ('::1' if host == '::' else host)
+        self.base = 'http://%s:%d' % ('[%s]' % self.host if ':' in self.host else self.host, p['port'])
+        self.now = time.time()
+        self.started_at = p['started_at'] if p['started_at'] is not None else self.now
+        self.progress_file = p['progress_file'] or '/run/inferops-sglang/health-%d.json' % p['port']
+        self.progress = self.load_progress()
+        self.result = {
+            'state': 'waiting', 'phase': 'tcp', 'reason': '', 'elapsed': 0.0,
+            'time_to_tcp': self.progress.get('time_to_tcp'),
+            'time_to_healthy': self.progress.get('time_to_healthy'),
+            'health_latency': None, 'smoke_latencies': [], 'last_status': None, 'service': {},
+        }
+
+    # -- progress kept between calls ---------------------------------------------------------
+    def load_progress(self):
+        try:
+            with open(self.progress_file) as handle:
+                data = json.load(handle)
+        except (IOError, OSError, ValueError):
+            return {}
+        if data.get('started_at') != self.started_at or data.get('port') != self.p['port']:
+            return {}
+        return data
+
+    def save_progress(self):
+        if self.module.check_mode:
+            return
+        data = {'started_at': self.started_at, 'port': self.p['port'],
+                'time_to_tcp': self.result['time_to_tcp'], 'time_to_healthy': self.result['time_to_healthy']}
+        try:
+            directory = os.path.dirname(self.progress_file)
+            if directory and not os.path.isdir(directory):
+                os.makedirs(directory, 0o700)
+            tmp = self.progress_file + '.tmp'
+            with open(tmp, 'w') as handle:
+                json.dump(data, handle)
+            os.rename(tmp, self.progress_file)
+        except (IOError, OSError) as exc:
+            self.module.warn('could not keep the gate progress in %s: %s' % (self.progress_file, to_native(exc)))
+
+    # -- the service --------------------------------------------------------------------------
+    def service_status(self):
+        manager = self.p['manager']
+        if manager == 'systemd':
+            rc, out, err = self.module.run_command(
+                ['systemctl', 'show', self.p['service'], '--property=ActiveState', '--property=SubState',
+                 '--property=MainPID', '--property=NRestarts', '--property=Result', '--property=ExecMainStatus'],
+                environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+            if rc != 0:
+                return {'ActiveState': 'unknown', 'error': to_text(err).strip()}
+            return _health.parse_systemctl_show(out)
+        if manager == 'supervisord':
+            cmd = [self.p['supervisorctl']]
+            if self.p['supervisor_config']:
+                cmd += ['-c', self.p['supervisor_config']]
+            rc, out, err = self.module.run_command(cmd + ['status', self.p['service']],
+                                                   environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+            return _health.parse_supervisorctl_status(out or err)
+        return {}
+
+    def log_tail(self):
+        lines = self.p['log_lines']
+        if self.p['manager'] == 'systemd':
+            rc, out, err = self.module.run_command(
+                ['journalctl', '-u', self.p['service'], '-n', str(lines), '--no-pager', '-o', 'short-iso'])
+            return to_text(out or err).splitlines()[-lines:]
+        if self.p['manager'] == 'supervisord' and self.p['log_file']:
+            try:
+                with open(self.p['log_file'], 'rb') as handle:
+                    handle.seek(0, 2)
+                    size = handle.tell()
+                    handle.seek(max(0, size - 65536))
+                    return to_text(handle.read(), errors='replace').splitlines()[-lines:]
+            except (IOError, OSError) as exc:
+                return ['(could not read %s: %s)' % (self.p['log_file'], to_native(exc))]
+        return []
+
+    # -- the endpoint -------------------------------------------------------------------------
+    def tcp_open(self):
+        try:
+            sock = socket.create_connection((self.host, self.p['port']), timeout=min(5, self.p['interval'] + 1))
+            sock.close()
+            return True
+        except (OSError, socket.error):
+            return False
+
+    def http(self, path, timeout, body=None):
+        headers = {'Accept': 'application/json'}
+        if body is not None:
+            headers['Content-Type'] = 'application/json'
+        if self.p['api_key']:
+            headers['Authorization'] = 'Bearer %s' % self.p['api_key']
+        request = Request(self.base + path, data=body, headers=headers)
+        started = time.time()
+        try:
+            # The default urllib opener, exactly what the standard library's one-call helper uses.
+            response = build_opener().open(request, timeout=timeout)
+            status, text = response.getcode(), response.read()
+        except HTTPError as exc:
+            status, text = exc.code, b''
+        except (URLError, OSError, socket.error, ValueError) as exc:
+            return None, to_native(exc), time.time() - started
+        return status, to_text(text, errors='replace'), time.time() - started
+
+    def smoke(self):
+        models_status, models_body, dummy = self.http('/v1/models', self.p['request_timeout'])
+        model = _health.model_id(models_body if models_status == 200 else '')
+        latencies = []
+        for number in range(self.p['smoke_requests']):
+            body = _health.chat_request(model, self.p['smoke_prompt'], self.p['smoke_max_tokens'])
+            status, text, seconds = self.http('/v1/chat/completions', self.p['smoke_timeout'], body)
+            ok, why, dummy = _health.check_chat_response(status, text if status is not None else '')
+            if not ok:
+                return latencies, 'smoke request %d of %d failed: %s' % (
+                    number + 1, self.p['smoke_requests'], why if status is not None else text)
+            latencies.append(round(seconds, 3))
+        return latencies, None
+
+    # -- the loop -----------------------------------------------------------------------------
+    def fail(self, reason, with_log=True):
+        self.result.update(state='failed', reason=reason)
+        if with_log:
+            self.result['log_tail'] = self.log_tail()
+        return self.result
+
+    def run(self):
+        p = self.p
+        call_deadline = self.now + p['wait']
+        budget_deadline = self.started_at + p['budget']
+        phase = 'health' if self.result['time_to_tcp'] is not None else 'tcp'
+        while True:
+            now = time.time()
+            self.result['elapsed'] = round(now - self.started_at, 3)
+            if p['manager'] != 'none':
+                status = self.service_status()
+                self.result['service'] = status
+                verdict = _health.service_verdict(p['manager'], p['baseline'], status)
+                if verdict:
+                    self.result['phase'] = phase
+                    return self.fail('%s after %.1f s' % (verdict, now - self.started_at))
+            if phase == 'tcp':
+                if self.tcp_open():
+                    if self.result['time_to_tcp'] is None:
+                        self.result['time_to_tcp'] = round(time.time() - self.started_at, 3)
+                    phase = 'health'
+                else:
+                    self.result['reason'] = 'the port is not open yet (model loading)'
+            if phase == 'health':
+                status, text, seconds = self.http('/health', p['request_timeout'])
+                self.result['last_status'] = status
+                if status == 200:
+                    self.result['health_latency'] = round(seconds, 3)
+                    if self.result['time_to_healthy'] is None:
+                        self.result['time_to_healthy'] = round(time.time() - self.started_at, 3)
+                    phase = 'smoke'
+                else:
+                    self.result['reason'] = ('GET /health answered %s' % status if status is not None
+                                             else 'GET /health got no answer: %s' % text)
+            if phase == 'smoke':
+                latencies, why = self.smoke() if p['smoke_requests'] > 0 else ([], None)
+                self.result['smoke_latencies'] = latencies
+                if why is None:
+                    self.result.update(phase='ready', state='ready', reason='ready',
+                                       elapsed=round(time.time() - self.started_at, 3))
+                    return self.result
+                # /health passed but generation did not: back to /health next round.
+                self.result['reason'] = why
+                phase = 'health'
+            self.result['phase'] = phase
+            now = time.time()
+            if now >= budget_deadline:
+                return self.fail('not ready after the whole budget of %.0f s (%s)' % (p['budget'], self.result['reason']))
+            if now + p['interval'] > call_deadline:
+                return self.result
+            time.sleep(p['interval'])
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            host=dict(type='str', default='127.0.0.1'),
+            port=dict(type='int', default=30000),
+            manager=dict(type='str', default='systemd', choices=['systemd', 'supervisord', 'none']),
+            service=dict(type='str'),
+            baseline=dict(type='dict'),
+            started_at=dict(type='float'),
+            budget=dict(type='float', default=900),
+            wait=dict(type='float', default=30),
+            interval=dict(type='float', default=1),
+            request_timeout=dict(type='float', default=30),
+            smoke_requests=dict(type='int', default=3),
+            smoke_timeout=dict(type='float', default=60),
+            smoke_prompt=dict(type='str', default='Reply with one word.'),
+            smoke_max_tokens=dict(type='int', default=8, no_log=False),
+            api_key=dict(type='str', no_log=True),
+            log_lines=dict(type='int', default=40),
+            log_file=dict(type='path'),
+            supervisor_config=dict(type='path'),
+            supervisorctl=dict(type='path', default='supervisorctl'),
+            progress_file=dict(type='path'),
+        ),
+        required_if=[('manager', 'systemd', ['service']), ('manager', 'supervisord', ['service'])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p['request_timeout'] < 20:
+        module.fail_json(msg='request_timeout must be at least 20 s: SGLang\'s /health runs a generation '
+                             'and SGLang itself waits up to 20 s for it (got %s)' % p['request_timeout'])
+    if p['interval'] <= 0 or p['wait'] < 0 or p['budget'] <= 0:
+        module.fail_json(msg='interval and budget must be positive and wait not negative')
+    gate = Gate(module)
+    result = gate.run()
+    gate.save_progress()
+    if result['state'] == 'failed':
+        module.fail_json(msg='SGLang on port %d is not healthy: %s' % (p['port'], result['reason']),
+                         changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,415 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: server_process_info
+short_description: Find SGLang inference server processes and tell stray from managed
+version_added: 0.1.0
+description:
+  - Reads C(/proc) (no psutil) and returns every SGLang server on the host, one entry per server with all
+    of its processes, split into RV(strays) (hand-started, not run by O(unit)) and RV(managed).
+  - Read-only. It reports exactly what M(inferops.sglang.server_process) with the same options would stop.
+  - B(Server main processes) are matched by parsing their argv the way the Python interpreter does, not by
+    a substring; C(python -m sglang.launch_server ...), C(sglang serve ...) (the console script, argv
+    C(/venv/bin/python3 /venv/bin/sglang serve ...)), C(python .../sglang/launch_server.py ...). A
+    C(python -m sglang.srt.*) or C(python -m sglang.data_parallel*) module counts only when it runs an
+    engine (it has C(sglang::) titled descendants); the other C(sglang.srt) modules are tools.
+  - B(Never) a server - C(python -m sglang.bench_*) (benchmark clients; the server that
+    C(sglang.bench_one_batch_server) launches is matched by its own argv), C(python -m sglang.test.*),
+    the sglang-router (title C(sglang::router), C(python -m sglang_router.*)), the PD load balancers
+    C(sglang.srt.disaggregation.launch_lb)/C(mini_lb), C(grep)/C(tail -f)/editors/C(pip install sglang)
+    and any process that only mentions sglang in its arguments, C(python -c ...) programs, and shell
+    wrappers (C(bash -c "python -m sglang.launch_server ...")); a wrapper is not the server, its server
+    child is, and the wrapper ends by itself when its child does. This module's own process, its
+    ancestors and descendants are never reported as servers.
+  - B(Members) of a server are the main process and all its descendants whatever their titles
+    (C(sglang::scheduler_TP0), C(sglang::detokenizer), spawn children not yet retitled, the
+    multiprocessing resource tracker), except a C(sglang::router).
+  - B(Orphans) are processes still titled C(sglang::*) or C(sgl_diffusion::*) (not the router) that no
+    server claims and that were re-parented (their parent is PID 1, or a subreaper - a spawn child keeps
+    its launcher's process group, a subreaper has its own). This is field case C01 (data-parallel
+    schedulers left behind when the launcher and controller were killed). Orphans of one process group
+    form one group; it is attached to a live server sharing a GPU device with it, else its process group,
+    else its (specific) cgroup, when exactly one server qualifies; otherwise it is its own server entry
+    with RV(servers[].orphaned=true) and RV(servers[].main_pid) its lowest pid. A C(sglang::) process whose
+    live parent shares its process group and is not a server (the in-process engine of a benchmark client,
+    say) is left alone and listed in RV(ignored).
+  - B(GPU holders) (O(include_gpu_holders)) are found by reading the C(/proc/<pid>/fd) links of every
+    process against O(gpu_device_glob) (field case C02). A holder outside every server joins a B(stray)
+    server when it shares the server's cgroup (not a shared one such as the root cgroup, a slice,
+    C(init.scope) or a login C(session-N.scope)) or its process group (one led by a server member, or
+    whose leader is gone). A holder inside a client's or the router's process tree never joins. Any other
+    holder is reported in RV(gpu_holders_unrelated) and never stopped.
+  - B(Managed) means some process of the server runs in O(unit)'s cgroup, read from C(/proc/<pid>/cgroup)
+    (the unified C(0::) line or the cgroup v1 C(name=systemd) line, where the unit is one component of the
+    path, also behind a container prefix such as C(/docker/<id>/system.slice/sglang.service)).
+  - B(Secrets never reach the output). In RV(servers[].env) the values of variables whose name matches
+    C(KEY), C(TOKEN), C(SECRET), C(PASSWORD) or C(CREDENTIAL) (any case) are replaced by C(********); in
+    every argv the value of a flag that has one of the words key, token, secret, password, passwd,
+    credential(s) in its name (C(--api-key), C(--hf-token=...)) is replaced too. The names hidden are
+    listed in RV(servers[].redacted_env) and RV(servers[].redacted_args).
+  - Facts about SGLang used here come from sgl-project/sglang 0.5.23 - C(python/sglang/launch_server.py),
+    C(python/sglang/cli/main.py) and C(cli/serve.py) (C(sglang serve)),
+    C(python/sglang/srt/managers/scheduler.py), C(detokenizer_manager.py),
+    C(data_parallel_controller.py) and C(multi_tokenizer_mixin.py) (process titles),
+    C(python/sglang/srt/arg_groups/fields/serving.py) and C(parallel.py) (flags and defaults),
+    C(scripts/killall_sglang.sh) and C(python/sglang/cli/killall.py) (SGLang's own, much broader, match).
+author:
+  - inferops.sglang developers (@inferops)
+options:
+  port:
+    description:
+      - Only report servers listening on this port (from their C(--port), C(--port=N) or C(--config) file;
+        SGLang's default is 30000).
+      - Orphaned entries have no known port and are always reported; an orphan group attached to a server
+        follows that server.
+      - Also fills RV(listeners) with every process listening on this TCP port (field case C07 - a port
+        held by something that is not SGLang).
+    type: int
+  unit:
+    description:
+      - The systemd unit that runs the server for good. Processes in this unit's cgroup are managed, never
+        stray.
+      - A name without a unit type suffix gets C(.service).
+    type: str
+    default: sglang.service
+  exclude_pids:
+    description:
+      - Processes to leave alone, with their descendants. A server whose main process is excluded is not
+        reported (it is listed in RV(ignored)).
+    type: list
+    elements: int
+    default: []
+  include_gpu_holders:
+    description:
+      - Scan the open files of every process for O(gpu_device_glob) to find GPU holders related to a stray
+        server, and report the unrelated ones.
+      - The same default as M(inferops.sglang.server_process), so that both report the same strays.
+      - The devices held by server members (RV(servers[].gpu_devices)) are reported either way.
+    type: bool
+    default: true
+  gpu_device_glob:
+    description:
+      - Shell pattern of the device files that mean "uses a GPU" when a process has one open; C(*) also
+        matches C(/), so the default covers C(/dev/nvidia-caps/*) too.
+      - Only files whose name is C(nvidia<N>), C(renderD<N>) or C(card<N>) identify one GPU (used to attach
+        orphans to the server on the same GPU); C(/dev/nvidiactl) and C(/dev/nvidia-uvm) do not.
+    type: str
+    default: /dev/nvidia*
+extends_documentation_fragment:
+  - inferops.sglang._attributes
+  - inferops.sglang._attributes.info_module
+  - inferops.sglang._attributes.platform_linux_proc
+notes:
+  - Run it as root (C(become)) - without it the environment, cwd, cgroup and open files of other users'
+    processes cannot be read, so managed servers may be missed and GPU holders are not seen.
+  - A scan reads C(/proc/<pid>/stat) and C(/proc/<pid>/cmdline) of every process, and the open files of
+    every process when O(include_gpu_holders) or O(port) is set; on a host with 5000 processes that takes
+    a fraction of a second (C(benchmarks/bench_discovery.py)).
+  - Processes that exit during the scan are skipped; nothing is locked.
+seealso:
+  - module: inferops.sglang.server_process
+'''
+
+EXAMPLES = r'''
+- name: Find SGLang servers
+  become: true
+  inferops.sglang.server_process_info:
+  register: sglang_procs
+
+- name: Stop here if a hand-started server is found
+  ansible.builtin.assert:
+    that: sglang_procs.strays | length == 0
+    fail_msg: >-
+      Stray SGLang server(s): {{ sglang_procs.strays | map(attribute='main_pid') | list }}
+
+- name: The command line of the hand-started server on port 30000, to turn into a unit
+  become: true
+  inferops.sglang.server_process_info:
+    port: 30000
+    unit: sglang.service
+  register: hand_started
+
+- name: Pre-flight for field case C07 - something that is not SGLang holds the port
+  ansible.builtin.assert:
+    that: hand_started.listeners | selectattr('server_main_pid', 'none') | list | length == 0
+    fail_msg: >-
+      Port 30000 is held by {{ hand_started.listeners | selectattr('server_main_pid', 'none')
+      | map(attribute='title') | list }}, which is not an SGLang server.
+'''
+
+RETURN = r'''
+servers:
+  description:
+    - Every SGLang server found (managed and stray), one entry per server, sorted by RV(servers[].main_pid).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    main_pid:
+      description: The server's main process (the launcher); for an orphaned entry, its lowest pid.
+      type: int
+      sample: 4242
+    pids:
+      description: All pids of the server, sorted.
+      type: list
+      elements: int
+      sample: [4242, 4301, 4302, 4303, 4304]
+    members:
+      description: One entry per process.
+      type: list
+      elements: dict
+      contains:
+        pid:
+          description: Process id.
+          type: int
+        ppid:
+          description: Parent process id.
+          type: int
+        role:
+          description:
+            - C(server) (the main process), the role from an C(sglang::) title (C(scheduler),
+              C(detokenizer), C(data_parallel_controller), C(tokenizer_worker), ...), C(spawn_child) (a
+              multiprocessing spawn child not retitled yet), C(resource_tracker), C(forkserver),
+              C(gpu_holder) (a related GPU holder outside the tree) or C(child).
+          type: str
+        title:
+          description: The process title (argv joined by spaces; for a retitled process its title).
+          type: str
+        argv:
+          description: The command line, secrets redacted.
+          type: list
+          elements: str
+        attached:
+          description: How a process outside the main process's tree was attached (C(orphan (same GPU
+            device)), C(GPU holder (same cgroup)), ...), else null.
+          type: str
+    argv:
+      description: Command line of the main process, secrets redacted.
+      type: list
+      elements: str
+      sample: ["/root/ml-env/bin/python3", "-m", "sglang.launch_server", "--model-path", "/models/m", "--tp", "8"]
+    executable:
+      description:
+        - Absolute path of the interpreter as started - argv[0] when absolute, else resolved through the
+          process's own E(PATH), else the C(/proc/<pid>/exe) target. A venv's python is B(not) resolved to
+          the system python it links to.
+      type: str
+      sample: /root/ml-env/bin/python3
+    module:
+      description: C(sglang.launch_server), C(sglang serve), the C(sglang.srt...) module, or null (orphaned).
+      type: str
+      sample: sglang.launch_server
+    args:
+      description: The server's own arguments (after the module or C(serve)), secrets redacted.
+      type: list
+      elements: str
+      sample: ["--model-path", "/models/m", "--tp", "8"]
+    env:
+      description: Environment of the main process; secret values replaced by C(********).
+      type: dict
+      sample: {"CUDA_HOME": "/usr/local/cuda-13.0", "HF_TOKEN": "********"}
+    redacted_env:
+      description: Names of the variables whose values were hidden.
+      type: list
+      elements: str
+      sample: ["HF_TOKEN"]
+    redacted_args:
+      description: Flags whose values were hidden in RV(servers[].argv), RV(servers[].args) and member argv.
+      type: list
+      elements: str
+      sample: ["--api-key"]
+    cwd:
+      description: Working directory of the main process (null when it cannot be read).
+      type: str
+    user:
+      description: User name of the main process's real uid.
+      type: str
+      sample: root
+    uid:
+      description: Real uid of the main process.
+      type: int
+      sample: 0
+    host:
+      description: The C(--host) the server binds (SGLang's default C(127.0.0.1)); null for an orphaned entry.
+      type: str
+      sample: 127.0.0.1
+    port:
+      description: The C(--port) (default 30000); null for an orphaned entry or a value that does not parse.
+      type: int
+      sample: 30000
+    tp:
+      description: Tensor parallel size (C(--tp-size), C(--tensor-parallel-size), C(--tp); default 1).
+      type: int
+      sample: 8
+    dp:
+      description: Data parallel size (C(--dp-size), C(--data-parallel-size), C(--dp); default 1).
+      type: int
+      sample: 1
+    pp:
+      description: Pipeline parallel size (C(--pp-size), C(--pipeline-parallel-size), C(--pp); default 1).
+      type: int
+      sample: 1
+    cgroup:
+      description: The cgroup of the main process (the C(name=systemd) v1 path or the unified v2 path,
+        whichever is more specific).
+      type: str
+      sample: /user.slice/user-0.slice/session-3.scope
+    managed:
+      description: Whether a process of this server runs in O(unit)'s cgroup.
+      type: bool
+    orphaned:
+      description: Whether this entry is a group of orphans whose launcher is gone.
+      type: bool
+    gpu_devices:
+      description: Device files matching O(gpu_device_glob) that its processes hold open, sorted.
+      type: list
+      elements: str
+      sample: ["/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl"]
+    start_time:
+      description: When the main process started, in seconds since the epoch (C(/proc/<pid>/stat) starttime
+        plus the boot time).
+      type: float
+      sample: 1764478800.12
+    uptime_seconds:
+      description: Seconds since the main process started.
+      type: float
+      sample: 3600.5
+    ppid:
+      description: Parent pid of the main process.
+      type: int
+    parent:
+      description: The parent of the main process (a shell wrapper, a restart loop, ...) as C(pid) and
+        C(title), or null when it is PID 1 or gone.
+      type: dict
+  sample: []
+strays:
+  description: The entries of RV(servers) that are not managed (what M(inferops.sglang.server_process) stops).
+  returned: always
+  type: list
+  elements: dict
+  sample: []
+managed:
+  description: The entries of RV(servers) run by O(unit).
+  returned: always
+  type: list
+  elements: dict
+  sample: []
+gpu_holders_unrelated:
+  description:
+    - Processes holding a device file matching O(gpu_device_glob) with no relation to a stray server (and not
+      in O(unit)); never stopped. Empty unless O(include_gpu_holders).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid:
+      description: Process id.
+      type: int
+    ppid:
+      description: Parent process id.
+      type: int
+    title:
+      description: Title or argv joined, secrets redacted.
+      type: str
+    argv:
+      description: Command line, secrets redacted.
+      type: list
+      elements: str
+    uid:
+      description: Real uid.
+      type: int
+    user:
+      description: User name.
+      type: str
+    cgroup:
+      description: Its cgroup.
+      type: str
+    gpu_devices:
+      description: The matching device files it holds.
+      type: list
+      elements: str
+  sample: []
+ignored:
+  description:
+    - Processes that mention SGLang but are deliberately not servers, with the reason (clients, the router,
+      shell wrappers, grep, this module's own process tree, excluded pids, servers on another O(port), ...).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid:
+      description: Process id.
+      type: int
+    title:
+      description: Title or argv joined, secrets redacted.
+      type: str
+    reason:
+      description: Why it is left alone.
+      type: str
+  sample: [{"pid": 812, "title": "python3 -m sglang.bench_serving --port 30000", "reason": "SGLang client (python -m sglang.bench_serving), never a server"}]
+listeners:
+  description:
+    - Processes with a TCP socket listening on O(port) in this network namespace; empty when O(port) is not set.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid:
+      description: Process id.
+      type: int
+    title:
+      description: Title or argv joined, secrets redacted.
+      type: str
+    argv:
+      description: Command line, secrets redacted.
+      type: list
+      elements: str
+    server_main_pid:
+      description: RV(servers[].main_pid) of the server it belongs to, null when it is not SGLang.
+      type: int
+    managed:
+      description: Whether that server is managed.
+      type: bool
+  sample: []
+'''
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.inferops.sglang.plugins.module_utils._sglang_process import (
+    DEFAULT_GPU_DEVICE_GLOB,
+    DEFAULT_UNIT,
+    info,
+)
+
+
+def argument_spec():
+    return dict(
+        port=dict(type='int'),
+        unit=dict(type='str', default=DEFAULT_UNIT),
+        exclude_pids=dict(type='list', elements='int', default=[]),
+        include_gpu_holders=dict(type='bool', default=True),
+        gpu_device_glob=dict(type='str', default=DEFAULT_GPU_DEVICE_GLOB),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    try:
+        result = info(module.params)
+    except Exception as exc:  # every failure goes through fail_json, never a traceback to the user
+        module.fail_json(msg='finding SGLang processes failed: %s' % exc, exception=traceback.format_exc())
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
