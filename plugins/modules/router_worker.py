@@ -1,0 +1,323 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: router_worker
+short_description: Register an SGLang worker with the SGLang router, or take it out and drain it
+version_added: 0.1.0
+description:
+  - Adds a worker to, or removes it from, a running C(sglang-router) (SGLang Model Gateway, the Rust
+    router on PyPI) through its worker API, and waits until the router's own list shows the result.
+  - Facts from sglang-router 0.3.2 - C(GET /workers) lists the workers with their C(id), C(url) and C(is_healthy);
+    C(POST /workers) with the body a JSON object with the key C(url) and C(DELETE /workers/<id>) both answer 202 and act
+    in the background.
+  - With O(state=present) the worker must end up listed and healthy (the router checks its C(/health) and
+    reads its model info first).
+  - With O(state=absent) and O(drain=true), once the router no longer lists the worker, the module polls
+    the worker's own C(GET /get_load) (SGLang; one entry per data-parallel rank with C(num_reqs) running and
+    C(num_waiting_reqs) queued requests) until both are 0 or O(drain_timeout) passes. A worker that does not
+    answer at all counts as drained (nothing can be in flight on it). Passing the deadline is not an error;
+    RV(drain.deadline_passed) says so and SGLang's own SIGTERM drain takes over.
+  - Runs wherever it can reach both URLs (usually the worker host itself).
+extends_documentation_fragment:
+  - inferops.sglang._attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads the router's list and reports the action it would take; sends nothing that changes it.
+  diff_mode:
+    support: full
+    details:
+      - The router's worker URLs before and after.
+  platform:
+    platforms: posix
+options:
+  router_url:
+    description: Base URL of the router, for example C(http://router1:30080).
+    type: str
+    required: true
+  url:
+    description: The worker's URL exactly as clients of the router reach it, for example C(http://gpu1:30000).
+    type: str
+    required: true
+  state:
+    description: C(present) registers the worker and waits until it is listed healthy; C(absent) removes it.
+    type: str
+    choices: [present, absent]
+    default: present
+  wait:
+    description: Wait until the router's list shows the result (healthy for C(present), gone for C(absent)).
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait for the router's list (registration includes the router's own health check).
+    type: float
+    default: 120
+  drain:
+    description: With O(state=absent), wait until the worker has no running or queued requests.
+    type: bool
+    default: true
+  drain_url:
+    description: Base URL where the worker's C(/get_load) is read; default O(url).
+    type: str
+  drain_timeout:
+    description: Seconds to wait for the drain before going on (see RV(drain)).
+    type: float
+    default: 120
+  interval:
+    description: Seconds between polls.
+    type: float
+    default: 0.5
+  request_timeout:
+    description: Timeout of each HTTP request in seconds.
+    type: float
+    default: 10
+  api_key:
+    description:
+      - Bearer token for the router's worker API (the router's C(--api-key) or a control-plane key).
+        Never logged.
+    type: str
+  worker_api_key:
+    description: Bearer token for the worker's C(/get_load) (the server's C(--api-key)). Never logged.
+    type: str
+notes:
+  - Requests already routed to the worker before its removal finish on the worker; that is what the drain waits for.
+seealso:
+  - module: inferops.sglang.server_health
+author:
+  - inferops.sglang developers
+'''
+
+EXAMPLES = r'''
+- name: Take this worker out of the router and let it drain
+  inferops.sglang.router_worker:
+    router_url: http://router1:30080
+    url: "http://{{ inventory_hostname }}:30000"
+    state: absent
+    drain_timeout: 300
+
+- name: Put it back once its gate passed
+  inferops.sglang.router_worker:
+    router_url: http://router1:30080
+    url: "http://{{ inventory_hostname }}:30000"
+    state: present
+'''
+
+RETURN = r'''
+operation:
+  description: What was done (or, in check mode, would be done).
+  returned: always
+  type: str
+  sample: remove
+  choices: [add, remove, none]
+worker_id:
+  description: The router's id of the worker (before removal, or after registration); null when unknown.
+  returned: always
+  type: str
+  sample: 06477e36-319c-4d0d-a49e-d548b55a0dfb
+workers:
+  description: The router's worker URLs at the end (normalized, sorted).
+  returned: always
+  type: list
+  elements: str
+  sample: [http://gpu1:30000, http://gpu2:30000]
+healthy:
+  description: Whether the router lists the worker healthy at the end (false when not listed).
+  returned: always
+  type: bool
+drain:
+  description:
+    - The drain after the removal. C(seconds) waited, the last C(running) and C(queued) counts (summed over dp
+      ranks; null when the worker did not answer), C(drained), and C(deadline_passed).
+  returned: when state=absent and drain=true and the worker was listed
+  type: dict
+  sample: {seconds: 2.1, running: 0, queued: 0, drained: true, deadline_passed: false}
+elapsed:
+  description: Seconds the module ran.
+  returned: always
+  type: float
+'''
+
+import json
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native, to_text
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.six.moves.urllib.request import Request, build_opener
+from ansible_collections.inferops.sglang.plugins.module_utils import _router
+
+
+class RouterError(Exception):
+    pass
+
+
+class RouterWorker(object):
+    def __init__(self, module):
+        self.module = module
+        self.p = module.params
+        try:
+            self.router = _router.normalize_url(self.p['router_url'])
+            self.url = _router.normalize_url(self.p['url'])
+            self.drain_url = _router.normalize_url(self.p['drain_url'] or self.p['url'])
+        except ValueError as exc:
+            module.fail_json(msg=to_native(exc))
+        self.opener = build_opener()
+
+    def http(self, method, url, body=None, token=None):
+        """(status, parsed JSON or text) of one request; RouterError when the host cannot be reached."""
+        data = json.dumps(body).encode('utf-8') if body is not None else None
+        req = Request(url, data=data, method=method)
+        if data is not None:
+            req.add_header('Content-Type', 'application/json')
+        if token:
+            req.add_header('Authorization', 'Bearer %s' % token)
+        try:
+            resp = self.opener.open(req, timeout=self.p['request_timeout'])
+            status, raw = resp.getcode(), resp.read()
+        except HTTPError as exc:
+            status, raw = exc.code, exc.read()
+        except (URLError, OSError, ValueError) as exc:
+            raise RouterError('%s %s: %s' % (method, url, to_native(getattr(exc, 'reason', exc))))
+        text = to_text(raw, errors='surrogate_or_replace')
+        try:
+            return status, json.loads(text)
+        except ValueError:
+            return status, text
+
+    def workers(self):
+        status, body = self.http('GET', self.router + '/workers', token=self.p['api_key'])
+        if status != 200:
+            raise RouterError('GET %s/workers answered %s: %s' % (self.router, status, to_native(body)[:300]))
+        try:
+            return _router.parse_workers(body)
+        except ValueError as exc:
+            raise RouterError(to_native(exc))
+
+    def load(self):
+        """parse_load of the worker, or None when it does not answer (stopped, or not listening)."""
+        try:
+            status, body = self.http('GET', self.drain_url + '/get_load', token=self.p['worker_api_key'])
+        except RouterError:
+            return None
+        if status != 200:
+            return None
+        try:
+            return _router.parse_load(body)
+        except ValueError:
+            return None
+
+    def wait_settled(self, state, deadline):
+        while True:
+            listed = _router.find_worker(self.workers(), self.url)
+            if _router.settled(state, listed):
+                return listed
+            if time.time() >= deadline:
+                raise RouterError('the router at %s did not %s %s within %.0f s (last seen: %s)' % (
+                    self.router, 'list as healthy' if state == 'present' else 'drop', self.url,
+                    self.p['timeout'], listed if listed else 'not listed'))
+            time.sleep(self.p['interval'])
+
+    def drain(self):
+        began = time.time()
+        deadline = began + self.p['drain_timeout']
+        while True:
+            load = self.load()
+            done = load is None or _router.drained(load)
+            if done or time.time() >= deadline:
+                return {
+                    'seconds': round(time.time() - began, 3),
+                    'running': None if load is None else load['running'],
+                    'queued': None if load is None else load['queued'],
+                    'drained': done,
+                    'deadline_passed': not done,
+                }
+            time.sleep(self.p['interval'])
+
+    def run(self):
+        began = time.time()
+        state = self.p['state']
+        before = self.workers()
+        listed = _router.find_worker(before, self.url)
+        action = _router.plan(state, listed)
+        if state == 'present' and listed is not None and not listed['healthy']:
+            action = 'none'   # listed but not yet healthy: only wait
+        result = dict(changed=action != 'none', operation=action,
+                      worker_id=listed['id'] if listed else None)
+        before_urls = sorted(w['url'] for w in before)
+        after_urls = list(before_urls)
+        if action == 'add':
+            after_urls = sorted(before_urls + [self.url])
+        elif action == 'remove':
+            after_urls = [u for u in before_urls if u != self.url]
+        if self.module._diff:
+            result['diff'] = dict(before='\n'.join(before_urls) + '\n', after='\n'.join(after_urls) + '\n',
+                                  before_header='%s/workers' % self.router, after_header='%s/workers' % self.router)
+        if self.module.check_mode:
+            result.update(workers=after_urls, healthy=bool(listed and listed['healthy']) and state == 'present',
+                          elapsed=round(time.time() - began, 3))
+            return result
+
+        if action == 'add':
+            status, body = self.http('POST', self.router + '/workers', body={'url': self.url},
+                                     token=self.p['api_key'])
+            if status not in (200, 201, 202):
+                raise RouterError('POST %s/workers for %s answered %s: %s' % (
+                    self.router, self.url, status, to_native(body)[:300]))
+            if isinstance(body, dict) and body.get('worker_id'):
+                result['worker_id'] = body['worker_id']
+        elif action == 'remove':
+            status, body = self.http('DELETE', '%s/workers/%s' % (self.router, listed['id']),
+                                     token=self.p['api_key'])
+            if status not in (200, 202, 204, 404):
+                raise RouterError('DELETE %s/workers/%s (%s) answered %s: %s' % (
+                    self.router, listed['id'], self.url, status, to_native(body)[:300]))
+
+        final = listed
+        if self.p['wait']:
+            final = self.wait_settled(state, time.time() + self.p['timeout'])
+            if final is not None and final.get('id'):
+                result['worker_id'] = final['id']
+        if state == 'absent' and self.p['drain'] and listed is not None:
+            result['drain'] = self.drain()
+        result['workers'] = sorted(w['url'] for w in self.workers())
+        result['healthy'] = bool(final and final['healthy']) and state == 'present'
+        result['elapsed'] = round(time.time() - began, 3)
+        return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            router_url=dict(type='str', required=True),
+            url=dict(type='str', required=True),
+            state=dict(type='str', default='present', choices=['present', 'absent']),
+            wait=dict(type='bool', default=True),
+            timeout=dict(type='float', default=120),
+            drain=dict(type='bool', default=True),
+            drain_url=dict(type='str'),
+            drain_timeout=dict(type='float', default=120),
+            interval=dict(type='float', default=0.5),
+            request_timeout=dict(type='float', default=10),
+            api_key=dict(type='str', no_log=True),
+            worker_api_key=dict(type='str', no_log=True),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        result = RouterWorker(module).run()
+    except RouterError as exc:
+        module.fail_json(msg=to_native(exc), router_url=module.params['router_url'], url=module.params['url'])
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _router as r
+
+# What sglang-router 0.3.2 answered to GET /workers with two test-double workers (trimmed).
+WORKERS_0_3_2 = {
+    'workers': [
+        {'id': '706a38b1-b305-4bc8-a511-569d3e2c15f0', 'url': 'http://127.0.0.1:31001', 'model_id': '/m',
+         'priority': 50, 'cost': 1.0, 'worker_type': 'regular', 'is_healthy': True, 'load': 0,
+         'connection_mode': 'HTTP', 'metadata': {'dp_size': '1', 'tp_size': '1'}, 'disable_health_check': False},
+        {'id': '06477e36-319c-4d0d-a49e-d548b55a0dfb', 'url': 'http://127.0.0.1:31002', 'is_healthy': False,
+         'load': 3},
+    ],
+    'total': 2,
+    'stats': {'prefill_count': 0, 'decode_count': 0, 'regular_count': 2},
+}
+
+
+@pytest.mark.parametrize('url, expected', [
+    ('http://gpu1:30000', 'http://gpu1:30000'),
+    ('HTTP://GPU1:30000/', 'http://gpu1:30000'),
+    ('  https://Router.example:443//  ', 'https://router.example:443'),
+    ('http://[::1]:30000', 'http://[::1]:30000'),
+    ('http://h:1/prefix/', 'http://h:1/prefix'),
+])
+def test_normalize_url(url, expected):
+    assert r.normalize_url(url) == expected
+
+
+@pytest.mark.parametrize('url', ['gpu1:30000', '', None, 'ftp://h:1', '://h'])
+def test_normalize_url_rejects(url):
+    with pytest.raises(ValueError):
+        r.normalize_url(url)
+
+
+def test_parse_workers_0_3_2():
+    workers = r.parse_workers(WORKERS_0_3_2)
+    assert workers == [
+        {'id': '706a38b1-b305-4bc8-a511-569d3e2c15f0', 'url': 'http://127.0.0.1:31001', 'healthy': True, 'load': 0},
+        {'id': '06477e36-319c-4d0d-a49e-d548b55a0dfb', 'url': 'http://127.0.0.1:31002', 'healthy': False, 'load': 3},
+    ]
+
+
+def test_parse_workers_bare_list_of_urls():
+    assert r.parse_workers(['http://a:1/']) == [{'id': None, 'url': 'http://a:1', 'healthy': True, 'load': None}]
+
+
+@pytest.mark.parametrize('body', [{}, {'workers': 'x'}, 'text', {'workers': [{'id': 'no-url'}]}, {'workers': [3]}])
+def test_parse_workers_rejects(body):
+    with pytest.raises(ValueError):
+        r.parse_workers(body)
+
+
+def test_find_worker_normalizes():
+    workers = r.parse_workers(WORKERS_0_3_2)
+    assert r.find_worker(workers, 'HTTP://127.0.0.1:31002/')['id'].startswith('06477e36')
+    assert r.find_worker(workers, 'http://127.0.0.1:31003') is None
+    assert r.find_worker([], 'http://a:1') is None
+
+
+@pytest.mark.parametrize('body, expected', [
+    ([{'dp_rank': 0, 'num_reqs': 0, 'num_waiting_reqs': 0, 'num_tokens': 0}], {'running': 0, 'queued': 0, 'ranks': 1}),
+    ([{'dp_rank': 0, 'num_reqs': 2, 'num_waiting_reqs': 1, 'num_tokens': 9},
+      {'dp_rank': 1, 'num_reqs': 3, 'num_waiting_reqs': 0, 'num_tokens': 4}], {'running': 5, 'queued': 1, 'ranks': 2}),
+    ({'num_reqs': 1}, {'running': 1, 'queued': 0, 'ranks': 1}),
+    ({'num_reqs': None, 'num_waiting_reqs': None}, {'running': 0, 'queued': 0, 'ranks': 1}),
+])
+def test_parse_load(body, expected):
+    assert r.parse_load(body) == expected
+
+
+@pytest.mark.parametrize('body', [{}, [{'dp_rank': 0}], 'busy', [None]])
+def test_parse_load_rejects(body):
+    with pytest.raises(ValueError):
+        r.parse_load(body)
+
+
+@pytest.mark.parametrize('state, listed, expected', [
+    ('present', None, 'add'),
+    ('present', {'url': 'u'}, 'none'),
+    ('absent', {'url': 'u'}, 'remove'),
+    ('absent', None, 'none'),
+])
+def test_plan(state, listed, expected):
+    assert r.plan(state, listed) == expected
+
+
+def test_plan_rejects_state():
+    with pytest.raises(ValueError):
+        r.plan('drained', None)
+
+
+@pytest.mark.parametrize('state, worker, expected', [
+    ('absent', None, True),
+    ('absent', {'healthy': True}, False),
+    ('present', None, False),
+    ('present', {'healthy': False}, False),
+    ('present', {'healthy': True}, True),
+])
+def test_settled(state, worker, expected):
+    assert r.settled(state, worker) is expected
+
+
+def test_settled_present_without_health():
+    assert r.settled('present', {'healthy': False}, want_healthy=False) is True
+
+
+@pytest.mark.parametrize('load, expected', [
+    ({'running': 0, 'queued': 0}, True),
+    ({'running': 1, 'queued': 0}, False),
+    ({'running': 0, 'queued': 2}, False),
+])
+def test_drained(load, expected):
+    assert r.drained(load) is expected
