@@ -671,14 +671,41 @@ def test_api_key_protects_everything_but_health(servers):
     assert server.get("/health")[0] == 200
 
 
-def test_nonzero_node_rank_serves_dummy_health(servers):
-    server = servers("--tp", "2", "--nnodes", "2", "--node-rank", "1", "--dist-init-addr", "127.0.0.1:5000")
-    server.wait_ready()
-    titles = server.by_title()
+def test_two_node_replica_rendezvous_then_rank1_serves_dummy_health(servers):
+    addr = "127.0.0.1:%d" % free_port()
+    common = ("--tp", "2", "--nnodes", "2", "--dist-init-addr", addr)
+    rank1 = servers(*common, "--node-rank", "1", subdir="rank1")
+    time.sleep(0.5)   # rank 1 first: it keeps retrying until rank 0 listens
+    assert not rank1.port_open()
+    rank0 = servers(*common, "--node-rank", "0", subdir="rank0")
+    rank0.wait_ready()
+    rank1.wait_ready()
+    assert rank0.state("main")["rendezvous"]["peers"] == [1]
+    assert rank1.state("main")["rendezvous"]["node_rank"] == 1
+    titles = rank1.by_title()
     assert "sglang::scheduler_TP1" in titles and "sglang::scheduler_TP0" not in titles
     assert "sglang::detokenizer" not in titles
-    assert server.state("scheduler_TP1")["gpu_id"] == 0
-    assert server.get("/v1/models")[0] == 404
+    assert rank1.state("scheduler_TP1")["gpu_id"] == 0
+    assert rank1.get("/v1/models")[0] == 404
+    assert rank0.get("/v1/models")[0] == 200
+    assert "sglang::scheduler_TP0" in rank0.by_title()
+
+
+def test_rank0_alone_times_out_like_torch_distributed(servers):
+    rank0 = servers("--tp", "2", "--nnodes", "2", "--node-rank", "0",
+                    "--dist-init-addr", "127.0.0.1:%d" % free_port(),
+                    env={"SGLANG_DOUBLE_RENDEZVOUS_TIMEOUT": "1"})
+    assert rank0.wait_exit(10) == 1
+    assert not rank0.port_open()
+    assert "Timed out after 1 seconds waiting for clients. 1/2 clients joined." in rank0.log()
+
+
+def test_sigterm_while_waiting_for_ranks_stops_cleanly(servers):
+    rank1 = servers("--tp", "2", "--nnodes", "2", "--node-rank", "1",
+                    "--dist-init-addr", "127.0.0.1:%d" % free_port())
+    time.sleep(0.5)
+    rank1.proc.send_signal(signal.SIGTERM)
+    assert rank1.wait_exit(10) == 0
 
 
 # --------------------------------------------------------------------------- nvidia-smi stand-in

@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import unquote, urlsplit
 
+from sglang.srt.distributed_rendezvous import RendezvousAborted, RendezvousTimeout, rendezvous
 from sglang.srt.managers.data_parallel_controller import run_data_parallel_controller_process
 from sglang.srt.managers.detokenizer_manager import run_detokenizer_process
 from sglang.srt.managers.scheduler import (
@@ -579,6 +580,10 @@ class _Launcher:
                     fail_modes=sorted(self.modes), exit_style=self.exit_style,
                     server_args=sa.asdict())
 
+        if sa.nnodes > 1 and sa.dist_init_addr:
+            self.join_ranks()
+        elif sa.nnodes > 1:
+            logger.warning("--nnodes %d without --dist-init-addr: no rendezvous.", sa.nnodes)
         infos = self.launch_children()
         tool_checks = {i["role"]: i.get("tool_checks") for i in infos}
         first = infos[0].get("tool_checks") if infos else None
@@ -590,6 +595,24 @@ class _Launcher:
             self.serve(state, _DummyHealthHandler, dummy=True)
         else:
             self.serve(state, _Handler, dummy=False)
+
+    def join_ranks(self) -> None:
+        sa = self.sa
+        logger.info("Init torch distributed begin. nnodes=%d node_rank=%d dist_init_addr=%s",
+                    sa.nnodes, sa.node_rank, sa.dist_init_addr)
+        try:
+            info = rendezvous(sa.dist_init_addr, sa.nnodes, sa.node_rank,
+                              env_float("SGLANG_DOUBLE_RENDEZVOUS_TIMEOUT", 60.0), self._abort_reason)
+        except RendezvousAborted as exc:
+            self.stop_during_load(str(exc))
+            return
+        except (RendezvousTimeout, ValueError, OSError) as exc:
+            logger.error("%s", exc)
+            self.fail(1)
+            return
+        logger.info("Init torch distributed ends. %d/%d ranks joined in %.1f s.",
+                    len(info["peers"]) + 1 if sa.node_rank == 0 else sa.nnodes, sa.nnodes, info["seconds"])
+        self.record(rendezvous=info)
 
     def launch_children(self) -> List[Dict[str, Any]]:
         sa = self.sa
