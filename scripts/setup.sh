@@ -62,6 +62,15 @@ with zipfile.ZipFile(wheel) as zf:
 PY
   echo "$stamp" >"$VENV/.inferops-stamp"
 fi
+# sglang-router and its dependencies for the fleet scenario's router container (pinned; installed offline there).
+if [ ! -s "$CACHE/wheels/router/.complete" ] || ! cmp -s "$CACHE/wheels/router/.complete" "$INFEROPS_REPO/tests/fleet/router-requirements.txt"; then
+  rm -rf "$CACHE/wheels/router"
+  mkdir -p "$CACHE/wheels/router"
+  "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: -d "$CACHE/wheels/router" \
+    -r "$INFEROPS_REPO/tests/fleet/router-requirements.txt"
+  cp "$INFEROPS_REPO/tests/fleet/router-requirements.txt" "$CACHE/wheels/router/.complete"
+fi
+
 # supervisor's wheel for the no-systemd fallback in test containers (they get it from here, not from PyPI).
 if ! ls "$CACHE"/wheels/supervisor-4.3.0-*.whl >/dev/null 2>&1; then
   mkdir -p "$CACHE/wheels"

@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters that plan a fleet rollout and list the router's workers.
+
+The logic lives in the private module_utils ``_fleet``; these are thin wrappers.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _fleet
+
+
+def _hostvar(hostvars, host, name, default=None):
+    try:
+        value = hostvars[host].get(name, default)
+    except (KeyError, AttributeError):
+        return default
+    return default if value is None else value
+
+
+def rollout_plan(hosts, hostvars, batches=None, canary=''):
+    """``groups['sglang_servers'] | inferops.sglang.rollout_plan(hostvars, ['1', '25%'], '')``."""
+    replica_of = dict((h, _hostvar(hostvars, h, 'service_replica_group', '')) for h in hosts)
+    try:
+        return _fleet.plan(list(hosts), replica_of, batches, canary or '')
+    except ValueError as exc:
+        raise AnsibleFilterError('rollout_plan: %s' % exc)
+
+
+def worker_urls(hosts, hostvars):
+    """``groups['sglang_servers'] | inferops.sglang.worker_urls(hostvars)``: the servers a router balances over.
+
+    One URL per server: a host's ``inferops_sglang_worker_url``, else ``http://<inventory name>:<port>`` with
+    the port from ``service_server_args.port`` (default 30000). Of a multi-node replica only node rank 0 (the
+    first host of its ``service_replica_group``) serves requests, so only it is listed.
+    """
+    seen_groups = set()
+    urls = []
+    for host in hosts:
+        group = _hostvar(hostvars, host, 'service_replica_group', '')
+        if group:
+            if group in seen_groups:
+                continue
+            seen_groups.add(group)
+            members = (_hostvar(hostvars, host, 'groups', {}) or {}).get(group) or [host]
+            host = members[0]
+        args = _hostvar(hostvars, host, 'service_server_args', {}) or {}
+        try:
+            urls.append(_fleet.worker_url(host, args.get('port', 30000),
+                                          _hostvar(hostvars, host, 'inferops_sglang_worker_url', '')))
+        except (TypeError, ValueError) as exc:
+            raise AnsibleFilterError('worker_urls: %s: %s' % (host, exc))
+    return urls
+
+
+def fleet_summary_rows(order, batches, hostvars):
+    """``plan.order | inferops.sglang.fleet_summary_rows(plan.batches, hostvars)``: one row per planned host.
+
+    Reads each host's ``__cutover_summary`` (set by the cutover role) and ``__fleet_failure`` (set by the
+    rollout play when a host failed); see module_utils ``_fleet.summary_rows``.
+    """
+    results = {}
+    failures = {}
+    for host in order:
+        summary = _hostvar(hostvars, host, '__cutover_summary')
+        if summary:
+            results[host] = summary
+        failure = _hostvar(hostvars, host, '__fleet_failure')
+        if failure:
+            failures[host] = failure
+    return _fleet.summary_rows(list(order), list(batches), results, failures)
+
+
+class FilterModule(object):
+    """Fleet rollout filters."""
+
+    def filters(self):
+        return {
+            'rollout_plan': rollout_plan,
+            'worker_urls': worker_urls,
+            'fleet_summary_rows': fleet_summary_rows,
+        }

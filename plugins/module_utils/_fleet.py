@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Pure helpers for rolling a configuration across a fleet of SGLang servers.
+
+A *unit* of the rollout is one SGLang server: a single host, or all hosts of a multi-node replica (they
+are stopped and started together). Batch sizes follow Ansible's ``serial`` keyword, counted in units: a
+list of integers or percentages (``'25%'`` of all units, rounded down, at least 1); the last size repeats
+until every unit has a batch.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+
+def batch_size(spec, total):
+    """One ``serial`` entry (int, '3', '25%') against ``total`` units -> a size >= 1.
+
+    Raises ValueError for a size that is not a positive integer or percentage.
+    """
+    text = str(spec).strip()
+    if text.endswith('%'):
+        try:
+            pct = float(text[:-1])
+        except ValueError:
+            raise ValueError('batch size %r is not a number or a percentage' % (spec,))
+        if not 0 < pct <= 100:
+            raise ValueError('batch size %r must be a percentage in (0, 100]' % (spec,))
+        return max(1, int(total * pct / 100.0))
+    try:
+        size = int(text)
+    except ValueError:
+        raise ValueError('batch size %r is not a number or a percentage' % (spec,))
+    if size < 1:
+        raise ValueError('batch size %r must be at least 1' % (spec,))
+    return size
+
+
+def units(hosts, replica_of):
+    """Group hosts into rollout units, keeping inventory order.
+
+    :param hosts: list of host names in inventory order.
+    :param replica_of: dict host -> replica group name ('' or missing: a single-node server).
+    :returns: list of lists; a replica's hosts stay in their own order and appear where its first host is.
+    """
+    out = []
+    index = {}
+    for host in hosts:
+        group = replica_of.get(host) or ''
+        if not group:
+            out.append([host])
+            continue
+        if group in index:
+            out[index[group]].append(host)
+        else:
+            index[group] = len(out)
+            out.append([host])
+    return out
+
+
+def plan(hosts, replica_of=None, batches=None, canary=''):
+    """The rollout plan: canary unit first, then the others in inventory order, cut into batches.
+
+    :param hosts: list of host names (inventory order); duplicates are ignored.
+    :param replica_of: dict host -> replica group name (see units()).
+    :param batches: ``serial``-style list (default ``['1', '25%']``); a single value is a one-item list.
+    :param canary: host that goes first (its whole replica goes with it); '' = the first unit.
+    :returns: dict with ``order`` (hosts), ``batches`` (list of host lists), ``batch_sizes`` (hosts per
+        batch, for ``serial``), ``units`` (list of host lists) and ``canary`` (list of hosts).
+    :raises ValueError: no hosts, an unknown canary, or a bad batch size.
+    """
+    seen = set()
+    hosts = [h for h in hosts if not (h in seen or seen.add(h))]
+    if not hosts:
+        raise ValueError('no hosts to roll out to')
+    if batches is None or batches == '' or batches == []:
+        batches = ['1', '25%']
+    if not isinstance(batches, (list, tuple)):
+        batches = [batches]
+    all_units = units(hosts, replica_of or {})
+    if canary:
+        first = [u for u in all_units if canary in u]
+        if not first:
+            raise ValueError('canary %r is not one of the hosts (%s)' % (canary, ', '.join(hosts)))
+        all_units.remove(first[0])
+        all_units.insert(0, first[0])
+    total = len(all_units)
+    sizes = [batch_size(spec, total) for spec in batches]
+    out = []
+    position = 0
+    i = 0
+    while position < total:
+        size = sizes[min(i, len(sizes) - 1)]
+        out.append([h for unit in all_units[position:position + size] for h in unit])
+        position += size
+        i += 1
+    return {
+        'order': [h for batch in out for h in batch],
+        'batches': out,
+        'batch_sizes': [len(batch) for batch in out],
+        'units': all_units,
+        'canary': all_units[0],
+    }
+
+
+def worker_url(host, port, url=None):
+    """The URL a router uses for a server: ``url`` when given, else ``http://<host>:<port>`` (IPv6 bracketed)."""
+    if url:
+        return url
+    if ':' in host and not host.startswith('['):
+        host = '[%s]' % host
+    return 'http://%s:%d' % (host, int(port))
+
+
+def summary_rows(order, batches, results, failures):
+    """One row per planned host for the fleet summary.
+
+    :param order: hosts in rollout order.
+    :param batches: the plan's batches (host lists).
+    :param results: dict host -> the cutover's summary dict (hosts that got that far).
+    :param failures: dict host -> {'msg', 'task'} for hosts that failed (at any step).
+    :returns: list of dicts with ``host``, ``batch`` (1-based), ``result`` and the cutover's fields.
+        A host with neither a result nor a failure is ``not started`` when no host of its batch or a later
+        batch has a result or failure, else ``failed`` (it left the play without a recorded cause).
+    """
+    batch_of = {}
+    for number, batch in enumerate(batches, 1):
+        for host in batch:
+            batch_of[host] = number
+    reached = [batch_of.get(h, 0) for h in list(results) + list(failures)]
+    last = max(reached) if reached else 0
+    rows = []
+    for host in order:
+        row = {'host': host, 'batch': batch_of.get(host)}
+        result = dict(results.get(host) or {})
+        failure = failures.get(host)
+        if failure:
+            row.update(result)
+            row['result'] = result.get('result') if result.get('result') in ('rolled_back', 'stopped') else 'failed'
+            row['failure'] = failure.get('msg') or result.get('failure') or ''
+            row['failed_task'] = failure.get('task') or ''
+        elif result:
+            row.update(result)
+        elif batch_of.get(host, 0) <= last:
+            row['result'] = 'failed'
+            row['failure'] = 'left the play without a recorded cause (see the play output)'
+        else:
+            row['result'] = 'not started'
+        rows.append(row)
+    return rows

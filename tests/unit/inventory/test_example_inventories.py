@@ -1,0 +1,39 @@
+"""The example inventories plan as documented: canary first, replicas in one batch, per-host overrides."""
+
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+
+def plan(inventory):
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", os.path.join(REPO, inventory),
+         os.path.join(os.path.dirname(__file__), "plan.yml")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, check=False,
+        env=dict(os.environ, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+                 ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    data = json.loads(proc.stdout[proc.stdout.index("{"):])
+    return data["plays"][0]["tasks"][-1]["hosts"]["localhost"]["msg"]
+
+
+def test_fleet_inventory():
+    out = plan("inventory/fleet")
+    p = out["plan"]
+    # 9 servers (8 hosts + one two-host replica): canary, then 25 % = 2 servers per batch.
+    assert p["batches"] == [["gpu-03"], ["gpu-01", "gpu-02"], ["gpu-04", "gpu-05"], ["gpu-06", "gpu-07"],
+                            ["gpu-08", "gpu-big-0", "gpu-big-1"]]
+    assert p["batch_sizes"] == [1, 2, 2, 2, 3]
+    assert out["workers"] == ["http://gpu-%02d:30000" % i for i in range(1, 9)] + ["http://gpu-big-0:30000"]
+    args = out["args"]
+    assert args["gpu-05"]["mem-fraction-static"] == 0.80 and args["gpu-05"]["cuda-graph-max-bs"] == 64
+    assert args["gpu-04"]["mem-fraction-static"] == 0.88 and args["gpu-04"]["tp"] == 8
+    assert args["gpu-big-1"]["tp"] == 16 and args["gpu-big-1"]["model-path"] == "/shared/kimi-k2.5-int4"
+
+
+def test_demo_inventory_is_a_fleet_of_one():
+    p = plan("inventory/demo")["plan"]
+    assert p["batches"] == [["sglang-demo"]]

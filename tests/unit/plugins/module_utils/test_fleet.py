@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _fleet as f
+from ansible_collections.inferops.sglang.plugins.filter import fleet as filters
+
+HOSTS8 = ['gpu-%02d' % i for i in range(1, 9)]
+
+
+@pytest.mark.parametrize('spec, total, expected', [
+    (1, 8, 1), ('1', 8, 1), ('25%', 8, 2), ('25%', 16, 4), ('25%', 3, 1), ('100%', 5, 5),
+    ('50%', 5, 2), (' 3 ', 8, 3), ('10%', 4, 1),
+])
+def test_batch_size(spec, total, expected):
+    assert f.batch_size(spec, total) == expected
+
+
+@pytest.mark.parametrize('spec', [0, '-1', 'x', '0%', '101%', 'a%', ''])
+def test_batch_size_rejects(spec):
+    with pytest.raises(ValueError):
+        f.batch_size(spec, 8)
+
+
+def test_default_plan_is_canary_then_quarters():
+    p = f.plan(HOSTS8)
+    assert p['batches'] == [['gpu-01'], ['gpu-02', 'gpu-03'], ['gpu-04', 'gpu-05'], ['gpu-06', 'gpu-07'], ['gpu-08']]
+    assert p['batch_sizes'] == [1, 2, 2, 2, 1]
+    assert p['order'] == HOSTS8
+    assert p['canary'] == ['gpu-01']
+
+
+def test_named_canary_goes_first_and_order_is_kept():
+    p = f.plan(HOSTS8, batches=['1', '50%'], canary='gpu-05')
+    assert p['batches'] == [['gpu-05'], ['gpu-01', 'gpu-02', 'gpu-03', 'gpu-04'], ['gpu-06', 'gpu-07', 'gpu-08']]
+
+
+def test_sixteen_workers():
+    p = f.plan(['w%02d' % i for i in range(16)])
+    assert p['batch_sizes'] == [1, 4, 4, 4, 3]
+
+
+def test_replica_stays_in_one_batch_and_counts_as_one_unit():
+    hosts = ['a', 'r0', 'b', 'r1', 'c']
+    p = f.plan(hosts, {'r0': 'big', 'r1': 'big'}, batches=['1', '1'])
+    assert p['units'] == [['a'], ['r0', 'r1'], ['b'], ['c']]
+    assert p['batches'] == [['a'], ['r0', 'r1'], ['b'], ['c']]
+    assert p['batch_sizes'] == [1, 2, 1, 1]
+
+
+def test_replica_as_canary():
+    p = f.plan(['a', 'r0', 'r1', 'b'], {'r0': 'big', 'r1': 'big'}, canary='r1')
+    assert p['batches'][0] == ['r0', 'r1']
+    assert p['canary'] == ['r0', 'r1']
+
+
+def test_single_value_and_duplicates():
+    p = f.plan(['a', 'b', 'a', 'c'], batches=2)
+    assert p['batches'] == [['a', 'b'], ['c']]
+
+
+@pytest.mark.parametrize('hosts, kwargs', [
+    ([], {}),
+    (['a'], {'canary': 'zz'}),
+    (['a'], {'batches': ['0']}),
+])
+def test_plan_rejects(hosts, kwargs):
+    with pytest.raises(ValueError):
+        f.plan(hosts, **kwargs)
+
+
+@pytest.mark.parametrize('host, port, url, expected', [
+    ('gpu1', 30000, None, 'http://gpu1:30000'),
+    ('gpu1', '31000', '', 'http://gpu1:31000'),
+    ('fd00::1', 30000, None, 'http://[fd00::1]:30000'),
+    ('gpu1', 30000, 'http://10.0.0.5:30000', 'http://10.0.0.5:30000'),
+])
+def test_worker_url(host, port, url, expected):
+    assert f.worker_url(host, port, url) == expected
+
+
+def test_summary_rows():
+    batches = [['a'], ['b', 'c'], ['d']]
+    results = {
+        'a': {'result': 'deployed', 'time_to_healthy_s': 4.2, 'rolled_back': False},
+        'b': {'result': 'deployed', 'time_to_healthy_s': 4.0, 'rolled_back': False},
+        'c': {'result': 'rolled_back', 'rolled_back': True, 'failure': 'gate'},
+    }
+    failures = {'c': {'msg': 'Cutover failed', 'task': 'Fail the host'}}
+    rows = f.summary_rows(['a', 'b', 'c', 'd'], batches, results, failures)
+    assert [(r['host'], r['batch'], r['result']) for r in rows] == [
+        ('a', 1, 'deployed'), ('b', 2, 'deployed'), ('c', 2, 'rolled_back'), ('d', 3, 'not started')]
+    assert rows[2]['failure'] == 'Cutover failed' and rows[2]['rolled_back'] is True
+
+
+def test_summary_rows_failure_before_cutover_and_silent_loss():
+    batches = [['a'], ['b', 'c'], ['d']]
+    rows = f.summary_rows(['a', 'b', 'c', 'd'], batches, {'a': {'result': 'unchanged'}, 'c': {'result': 'deployed'}},
+                          {})
+    assert [r['result'] for r in rows] == ['unchanged', 'failed', 'deployed', 'not started']
+    rows = f.summary_rows(['a', 'b'], [['a'], ['b']], {}, {'a': {'msg': 'pre-flight: no GPUs', 'task': 'Check'}})
+    assert rows[0] == {'host': 'a', 'batch': 1, 'result': 'failed', 'failure': 'pre-flight: no GPUs',
+                       'failed_task': 'Check'}
+    assert rows[1]['result'] == 'not started'
+
+
+class FakeHostvars(dict):
+    pass
+
+
+def test_filters_read_hostvars():
+    groups = {'big': ['r0', 'r1']}
+    hv = FakeHostvars({
+        'a': {'service_server_args': {'port': 31000}, 'groups': groups},
+        'r1': {'service_replica_group': 'big', 'groups': groups},
+        'r0': {'service_replica_group': 'big', 'groups': groups, 'service_server_args': {'port': 30001}},
+        'b': {'inferops_sglang_worker_url': 'http://10.1.1.1:30000', 'groups': groups},
+    })
+    assert filters.worker_urls(['a', 'r1', 'r0', 'b'], hv) == [
+        'http://a:31000', 'http://r0:30001', 'http://10.1.1.1:30000']
+    plan = filters.rollout_plan(['a', 'r1', 'r0', 'b'], hv, ['1', '1'], 'b')
+    assert plan['batches'] == [['b'], ['a'], ['r1', 'r0']]
+    hv['a']['__cutover_summary'] = {'result': 'deployed'}
+    hv['b']['__fleet_failure'] = {'msg': 'boom', 'task': 't'}
+    rows = filters.fleet_summary_rows(plan['order'], plan['batches'], hv)
+    assert [(r['host'], r['result']) for r in rows] == [('b', 'failed'), ('a', 'deployed'), ('r1', 'not started'),
+                                                          ('r0', 'not started')]
