@@ -47,7 +47,7 @@ def start_containers(names):
                "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/tmp",
                IMAGE, "/lib/systemd/systemd")
     for name in names:
-        for _ in range(100):
+        for dummy in range(100):
             if docker("exec", name, "systemctl", "is-system-running", check=False).stdout.strip() in (
                     "running", "degraded"):
                 break
@@ -124,8 +124,8 @@ def main():
         floor = len(batches) * LOAD_SECONDS
         print("limit batches x load time: %d x %.0f s = %.0f s -> rollout / limit = %.1f x" % (
             len(batches), LOAD_SECONDS, floor, summary["wall_s"] / floor))
-        print("per batch: %.1f s on average (the limit is %.0f s per batch)" % (summary["wall_s"] / len(batches),
-                                                                                 LOAD_SECONDS))
+        per_batch = summary["wall_s"] / len(batches)
+        print("per batch: %.1f s on average (the limit is %.0f s per batch)" % (per_batch, LOAD_SECONDS))
         tth = [h["time_to_healthy_s"] for h in summary["hosts"] if h.get("time_to_healthy_s")]
         print("time to healthy per host (s): min %.1f, median %.1f, max %.1f" % (min(tth), statistics.median(tth),
                                                                                  max(tth)))

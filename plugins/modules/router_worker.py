@@ -24,7 +24,7 @@ description:
     the worker's own C(GET /get_load) (SGLang; one entry per data-parallel rank with C(num_reqs) running and
     C(num_waiting_reqs) queued requests) until both are 0 or O(drain_timeout) passes. A worker that does not
     answer at all counts as drained (nothing can be in flight on it). Passing the deadline is not an error;
-    RV(drain.deadline_passed) says so and SGLang's own SIGTERM drain takes over.
+    RV(drain) says so (its C(deadline_passed)) and SGLang's own SIGTERM drain takes over.
   - Runs wherever it can reach both URLs (usually the worker host itself).
 extends_documentation_fragment:
   - inferops.sglang._attributes
@@ -93,7 +93,7 @@ notes:
 seealso:
   - module: inferops.sglang.server_health
 author:
-  - inferops.sglang developers
+  - inferops.sglang developers (@inferops)
 '''
 
 EXAMPLES = r'''

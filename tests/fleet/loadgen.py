@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Bounded load generator: chat completions through the SGLang router while a rollout runs (stdlib only).
 
     python3 loadgen.py --url http://127.0.0.1:30000 --out /root/loadgen.json
@@ -108,7 +107,7 @@ def main():
             json.dump(data, fh, indent=2)
         os.replace(tmp, args.out)
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(args.concurrency)]
+    threads = [threading.Thread(target=worker, daemon=True) for dummy in range(args.concurrency)]
     for t in threads:
         t.start()
     while any(t.is_alive() for t in threads):

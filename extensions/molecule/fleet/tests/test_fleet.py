@@ -13,8 +13,6 @@ import os
 import subprocess
 import time
 
-import pytest
-
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
 SUMMARY_DIR = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "fleet-summary")
@@ -170,7 +168,7 @@ def test_failing_worker_stops_the_rollout_and_rolls_back(tmp_path):
                  MOLECULE_EPHEMERAL_DIRECTORY=os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]),
     )
     sh(ROUTER, "touch /tmp/loadgen.stop")
-    for _ in range(60):
+    for dummy in range(60):
         load = json.loads(sh(ROUTER, "cat /root/loadgen.json"))
         if not load["running"]:
             break

@@ -25,7 +25,7 @@ class RendezvousAborted(RuntimeError):
 
 def split_addr(addr: str) -> Tuple[str, int]:
     """'10.0.0.1:20000' -> ('10.0.0.1', 20000); '[::1]:20000' -> ('::1', 20000)."""
-    host, _, port = addr.rpartition(":")
+    host, dummy, port = addr.rpartition(":")
     if not host or not port.isdigit():
         raise ValueError("--dist-init-addr must be host:port, not %r" % addr)
     return host.strip("[]"), int(port)
@@ -62,7 +62,7 @@ def _serve(port: int, nnodes: int, deadline: float, timeout: float,
                     "torch.distributed.DistStoreError: Timed out after %d seconds waiting for clients. "
                     "%d/%d clients joined." % (timeout, len(joined) + 1, nnodes))
             try:
-                conn, _ = listener.accept()
+                conn = listener.accept()[0]
             except socket.timeout:
                 continue
             conn.settimeout(5)

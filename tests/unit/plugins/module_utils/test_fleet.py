@@ -129,5 +129,5 @@ def test_filters_read_hostvars():
     hv['a']['__cutover_summary'] = {'result': 'deployed'}
     hv['b']['__fleet_failure'] = {'msg': 'boom', 'task': 't'}
     rows = filters.fleet_summary_rows(plan['order'], plan['batches'], hv)
-    assert [(r['host'], r['result']) for r in rows] == [('b', 'failed'), ('a', 'deployed'), ('r1', 'not started'),
-                                                          ('r0', 'not started')]
+    expected = [('b', 'failed'), ('a', 'deployed'), ('r1', 'not started'), ('r0', 'not started')]
+    assert [(r['host'], r['result']) for r in rows] == expected
