@@ -32,6 +32,9 @@ def test_fleet_inventory():
     assert args["gpu-05"]["mem-fraction-static"] == 0.80 and args["gpu-05"]["cuda-graph-max-bs"] == 64
     assert args["gpu-04"]["mem-fraction-static"] == 0.88 and args["gpu-04"]["tp"] == 8
     assert args["gpu-big-1"]["tp"] == 16 and args["gpu-big-1"]["model-path"] == "/shared/kimi-k2.5-int4"
+    # Nothing ran yet: every host is "not started", in rollout order, with its batch.
+    assert [(r["host"], r["batch"], r["result"]) for r in out["rows"]][:3] == [
+        ("gpu-03", 1, "not started"), ("gpu-01", 2, "not started"), ("gpu-02", 2, "not started")]
 
 
 def test_demo_inventory_is_a_fleet_of_one():
