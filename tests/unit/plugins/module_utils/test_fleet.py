@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.inferops.sglang.plugins.module_utils import _fleet as f
 
 # The filter wrappers (plugins/filter/fleet.py, reading hostvars) run through ansible-playbook in
-# tests/unit/inventory: importing controller code here would switch module_utils' warnings to controller mode
+# tests/integration/test_example_inventories.py: importing controller code here would switch module_utils' warnings to controller mode
 # for the module tests that run later in this process.
 
 HOSTS8 = ['gpu-%02d' % i for i in range(1, 9)]

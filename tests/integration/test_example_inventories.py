@@ -5,13 +5,13 @@ import os
 import subprocess
 import sys
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def plan(inventory):
     proc = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", os.path.join(REPO, inventory),
-         os.path.join(os.path.dirname(__file__), "plan.yml")],
+         os.path.join(os.path.dirname(__file__), "fleet_plan.yml")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, check=False,
         env=dict(os.environ, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
                  ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable))
