@@ -23,8 +23,10 @@ description:
   - With O(state=absent) and O(drain=true), once the router no longer lists the worker, the module polls
     the worker's own C(GET /get_load) (SGLang; one entry per data-parallel rank with C(num_reqs) running and
     C(num_waiting_reqs) queued requests) until both are 0 or O(drain_timeout) passes. A worker that does not
-    answer at all counts as drained (nothing can be in flight on it). Passing the deadline is not an error;
-    RV(drain) says so (its C(deadline_passed)) and SGLang's own SIGTERM drain takes over.
+    answer at all counts as drained (nothing can be in flight on it). A worker whose C(/get_load) answers
+    anything but a load (401 when it runs with C(--api-key) and O(worker_api_key) is not given, 404 on a
+    build without it) is not waited for. Neither case nor a passed deadline is an error; RV(drain) says which
+    (C(drained), C(reason)), and SGLang's own SIGTERM drain still finishes the requests in flight.
   - Runs wherever it can reach both URLs (usually the worker host itself).
 extends_documentation_fragment:
   - inferops.sglang._attributes
@@ -136,10 +138,12 @@ healthy:
 drain:
   description:
     - The drain after the removal. C(seconds) waited, the last C(running) and C(queued) counts (summed over dp
-      ranks; null when the worker did not answer), C(drained), and C(deadline_passed).
+      ranks; null when unknown), C(drained) (no request running or queued, or nothing listening),
+      C(deadline_passed), and C(reason) - C(idle), C(not listening), C(deadline), or why the load is unknown
+      (for example C(GET /get_load answered 401)).
   returned: when state=absent and drain=true and the worker was listed
   type: dict
-  sample: {seconds: 2.1, running: 0, queued: 0, drained: true, deadline_passed: false}
+  sample: {seconds: 2.1, running: 0, queued: 0, drained: true, deadline_passed: false, reason: idle}
 elapsed:
   description: Seconds the module ran.
   returned: always
@@ -203,17 +207,18 @@ class RouterWorker(object):
             raise RouterError(to_native(exc))
 
     def load(self):
-        """parse_load of the worker, or None when it does not answer (stopped, or not listening)."""
+        """(parse_load of the worker or None, reason): reason is None for a load, 'not listening' when nothing
+        answers (nothing can be in flight), else why the load is unknown."""
         try:
             status, body = self.http('GET', self.drain_url + '/get_load', token=self.p['worker_api_key'])
         except RouterError:
-            return None
+            return None, 'not listening'
         if status != 200:
-            return None
+            return None, 'GET /get_load answered %s' % status
         try:
-            return _router.parse_load(body)
+            return _router.parse_load(body), None
         except ValueError:
-            return None
+            return None, 'GET /get_load answered no load'
 
     def wait_settled(self, state, deadline):
         while True:
@@ -230,15 +235,17 @@ class RouterWorker(object):
         began = time.time()
         deadline = began + self.p['drain_timeout']
         while True:
-            load = self.load()
-            done = load is None or _router.drained(load)
-            if done or time.time() >= deadline:
+            load, unknown = self.load()
+            done = unknown == 'not listening' or (load is not None and _router.drained(load))
+            late = not done and time.time() >= deadline
+            if done or late or (load is None and unknown):
                 return {
                     'seconds': round(time.time() - began, 3),
                     'running': None if load is None else load['running'],
                     'queued': None if load is None else load['queued'],
                     'drained': done,
-                    'deadline_passed': not done,
+                    'deadline_passed': late,
+                    'reason': 'idle' if done and load is not None else ('deadline' if late else unknown),
                 }
             time.sleep(self.p['interval'])
 

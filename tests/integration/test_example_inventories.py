@@ -8,16 +8,17 @@ import sys
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def plan(inventory):
+def plan(inventory, *extra):
     proc = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", os.path.join(REPO, inventory),
-         os.path.join(os.path.dirname(__file__), "fleet_plan.yml")],
+         os.path.join(os.path.dirname(__file__), "fleet_plan.yml")] + list(extra),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, check=False,
         env=dict(os.environ, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
                  ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable))
     assert proc.returncode == 0, proc.stdout[-3000:]
     data = json.loads(proc.stdout[proc.stdout.index("{"):])
-    return data["plays"][0]["tasks"][-1]["hosts"]["localhost"]["msg"]
+    hosts = data["plays"][0]["tasks"][-1]["hosts"]
+    return next(result["msg"] for result in hosts.values() if "msg" in result)
 
 
 def test_fleet_inventory():
@@ -40,3 +41,9 @@ def test_fleet_inventory():
 def test_demo_inventory_is_a_fleet_of_one():
     p = plan("inventory/demo")["plan"]
     assert p["batches"] == [["sglang-demo"]]
+
+
+def test_limit_narrows_the_plan():
+    p = plan("inventory/fleet", "--limit", "gpu-05,gpu-06,gpu-07")["plan"]
+    # The canary gpu-03 is not in the run: the first selected server goes first.
+    assert p["batches"] == [["gpu-05"], ["gpu-06"], ["gpu-07"]]

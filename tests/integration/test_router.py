@@ -147,6 +147,7 @@ def test_router_worker_out_drained_and_back(fleet):
     out = module("inferops.sglang.router_worker", args)
     assert out["changed"] is True and out["workers"] == [w1]
     assert out["drain"]["drained"] is True and out["drain"]["running"] == 0 and out["drain"]["queued"] == 0
+    assert out["drain"]["reason"] == "idle"
     assert listed(router) == [w1]
     assert module("inferops.sglang.router_worker", args)["changed"] is False
 
