@@ -6,8 +6,8 @@ the fleet scenario's prepare.yml (the router role puts sglang-router in front of
 runs the scenario's converge.yml: a bounded load generator sends chat completions through the router while
 site.yml rolls the changed configuration across the workers (canary, then 25 % per batch).
 
-Prints: the plan (batches), wall time of the site.yml run and of the rollout play, the per-batch times from the
-fleet summary, the lower bound "batches x the double's load time", time to healthy per host, and the load
+Prints: the plan (batches), wall time of the converge and of the rollout (from the fleet summary), the average
+time per batch, the lower bound "batches x the double's load time", time to healthy per host, and the load
 generator's sent / ok / failed counts and latency percentiles.
 
 Run (as root, after scripts/setup.sh and a built collection, e.g. STAGES=build bash scripts/test.sh):

@@ -208,3 +208,25 @@ def test_failing_worker_stops_the_rollout_and_rolls_back(tmp_path):
     assert load["running"] is False and load["finished_reason"] == "stop file", load
     assert load["failed"] == 0, load["failures"]
     assert load["ok"] >= 50, load
+
+
+def test_limit_to_one_rank_changes_nothing(tmp_path):
+    """--limit with only node rank 0 of the replica: it stops at the pre-flight barrier, nothing changes."""
+    before = {name: main_pid(name) for name in REPLICA}
+    before_argv = main_argv("fleet-r0")
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps({"fleet_test_args": {"mem-fraction-static": 0.81}}))
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", INVENTORY, os.path.join(REPO, "site.yml"), "-e", "@%s" % extra,
+         "--limit", "fleet-r0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, timeout=900, check=False,
+        env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"),
+    )
+    out = proc.stdout
+    assert proc.returncode != 0, out[-3000:]
+    assert "fleet-r1 of this replica (fleet-r0, fleet-r1) did not reach 'preflight'" in out, out[-3000:]
+    assert {name: main_pid(name) for name in REPLICA} == before
+    assert main_argv("fleet-r0") == before_argv
+    latest = json.load(open(os.path.join(SUMMARY_DIR, "latest.json")))
+    assert latest["plan"]["batches"] == [["fleet-r0"]]
+    assert latest["hosts"][0]["result"] == "failed"
