@@ -185,7 +185,9 @@ def test_failing_worker_stops_the_rollout_and_rolls_back(tmp_path):
         assert rows[name]["result"] == "rolled_back" and rows[name]["rolled_back"] is True, rows[name]
     assert "not ready" in rows["fleet-w1"]["failure"], rows["fleet-w1"]
     assert "not ready" in rows["fleet-r0"]["failure"], rows["fleet-r0"]
-    assert "Node rank 0 of this replica (fleet-r0) did not pass its gate" in rows["fleet-r1"]["failure"], rows["fleet-r1"]
+    # Rank 1 passed its own (dummy) gate and stopped at the barrier behind it, waiting for rank 0.
+    assert "fleet-r0 of this replica (fleet-r0, fleet-r1) did not reach 'gate restart'" in rows["fleet-r1"]["failure"], \
+        rows["fleet-r1"]
     for name in PLAN[2]:
         assert rows[name]["result"] == "not started"
 
