@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,19 +21,12 @@ import time
 import urllib.request
 
 import pytest
+from ansible_run import free_port, run_module
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DOUBLE = os.path.join(REPO, "tests", "double")
 WHEELS = os.path.join(REPO, ".cache", "wheels", "router")
 VENV = os.path.join(REPO, ".cache", "router-venv")
-
-
-def free_port():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 def wait_for(predicate, timeout, what):
@@ -60,23 +52,6 @@ def status(url):
             return resp.status
     except OSError:
         return None
-
-
-def module(name, args, check=False, diff=False):
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-m", name]
-    if args:
-        cmd += ["-a", json.dumps(args)]
-    if check:
-        cmd.append("--check")
-    if diff:
-        cmd.append("--diff")
-    proc = subprocess.run(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, check=False,
-        env=dict(os.environ, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-                 ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1"),
-    )
-    data = json.loads(proc.stdout[proc.stdout.index("{"):])
-    return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 
 @pytest.fixture(scope="module", name="router_python")
@@ -138,22 +113,22 @@ def test_router_worker_out_drained_and_back(fleet):
     router, (w1, w2) = fleet["router"], fleet["workers"]
     args = {"router_url": router, "url": w2, "state": "absent", "interval": 0.1}
 
-    checked = module("inferops.sglang.router_worker", args, check=True, diff=True)
+    checked = run_module("inferops.sglang.router_worker", args, check=True, diff=True)
     assert checked["changed"] is True and checked["operation"] == "remove"
     assert checked["diff"]["before"] == "".join(u + "\n" for u in sorted([w1, w2]))
     assert checked["diff"]["after"] == w1 + "\n"
     assert listed(router) == sorted([w1, w2])          # check mode changed nothing
 
-    out = module("inferops.sglang.router_worker", args)
+    out = run_module("inferops.sglang.router_worker", args)
     assert out["changed"] is True and out["workers"] == [w1]
     assert out["drain"]["drained"] is True and out["drain"]["running"] == 0 and out["drain"]["queued"] == 0
     assert out["drain"]["reason"] == "idle"
     assert listed(router) == [w1]
-    assert module("inferops.sglang.router_worker", args)["changed"] is False
+    assert run_module("inferops.sglang.router_worker", args)["changed"] is False
 
-    back = module("inferops.sglang.router_worker", dict(args, state="present"))
+    back = run_module("inferops.sglang.router_worker", dict(args, state="present"))
     assert back["changed"] is True and back["healthy"] is True and back["workers"] == sorted([w1, w2])
-    assert module("inferops.sglang.router_worker", dict(args, state="present"))["changed"] is False
+    assert run_module("inferops.sglang.router_worker", dict(args, state="present"))["changed"] is False
 
 
 def test_router_worker_waits_for_a_request_in_flight(fleet):
@@ -166,7 +141,7 @@ def test_router_worker_waits_for_a_request_in_flight(fleet):
     thread = threading.Thread(target=lambda: done.setdefault("status", urllib.request.urlopen(req, timeout=60).status))
     thread.start()
     wait_for(lambda: get_json(w2 + "/get_load")[0]["num_reqs"] > 0, 10, "the request to run")
-    out = module("inferops.sglang.router_worker", {"router_url": router, "url": w2, "state": "absent",
+    out = run_module("inferops.sglang.router_worker", {"router_url": router, "url": w2, "state": "absent",
                                                    "interval": 0.1, "drain_timeout": 60})
     thread.join(60)
     assert done.get("status") == 200
@@ -174,7 +149,7 @@ def test_router_worker_waits_for_a_request_in_flight(fleet):
 
 
 def test_router_worker_unreachable_router_fails_clearly():
-    out = module("inferops.sglang.router_worker", {"router_url": "http://127.0.0.1:%d" % free_port(),
+    out = run_module("inferops.sglang.router_worker", {"router_url": "http://127.0.0.1:%d" % free_port(),
                                                    "url": "http://127.0.0.1:1", "state": "absent"})
     assert out.get("failed") is True and "/workers" in out["msg"]
 
@@ -183,19 +158,19 @@ def test_stray_finder_never_stops_the_router(fleet):
     router_pid = fleet["router_pid"]
     with open("/proc/%d/cmdline" % router_pid, "rb") as handle:
         assert handle.read().split(b"\0")[0] == b"sglang::router"     # what SGLang's cleanup pattern matches
-    info = module("inferops.sglang.server_process_info", {})
+    info = run_module("inferops.sglang.server_process_info", {})
     assert "servers" in info, json.dumps(info)[:3000]
     mains = [s["main_pid"] for s in info["servers"]]
     assert router_pid not in mains
     assert all(router_pid not in s["pids"] for s in info["servers"])
     assert set(p.pid for p in fleet["procs"]) <= set(mains)
     # Check mode over the whole host: the router is not among what would be stopped.
-    would = module("inferops.sglang.server_process", {"state": "absent"}, check=True)
+    would = run_module("inferops.sglang.server_process", {"state": "absent"}, check=True)
     assert router_pid not in would["target_pids"]
     assert set(p.pid for p in fleet["procs"]) <= set(would["target_pids"])
     # For real, scoped to the test's own ports (other SGLang processes on this machine are not the test's).
     for url, proc in zip(fleet["workers"], fleet["procs"]):
-        stopped = module("inferops.sglang.server_process", {"state": "absent", "port": int(url.rsplit(":", 1)[1]),
+        stopped = run_module("inferops.sglang.server_process", {"state": "absent", "port": int(url.rsplit(":", 1)[1]),
                                                             "grace_period": 10})
         assert stopped["changed"] is True and router_pid not in stopped["target_pids"]
         assert proc.wait(timeout=30) is not None

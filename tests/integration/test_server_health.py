@@ -5,32 +5,19 @@ Field cases C03 (/v1/models answers early; only /health plus a real completion c
 the molecule scenario rollback proves the fail-fast path against a real systemd unit.
 """
 
-import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 import pytest
+from ansible_run import free_port, run_module
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DOUBLE = os.path.join(REPO, "tests", "double")
-
-
-def free_port():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
-
-
-def ansible_bin():
-    return os.path.join(os.path.dirname(sys.executable), "ansible")
 
 
 @pytest.fixture(name="double")
@@ -67,14 +54,7 @@ def gate(port, started_at, **options):
     args = dict(port=port, manager="none", started_at=started_at, interval=0.2,
                 progress_file=os.path.join(tempfile.gettempdir(), "inferops-gate-%d.json" % port))
     args.update(options)
-    proc = subprocess.run(
-        [ansible_bin(), "localhost", "-c", "local", "-m", "inferops.sglang.server_health", "-a", json.dumps(args)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, check=False,
-        env=dict(os.environ, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-                 ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1"),
-    )
-    data = json.loads(proc.stdout[proc.stdout.index("{"):])
-    return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return run_module("inferops.sglang.server_health", args)
 
 
 def test_models_answering_early_does_not_pass_the_gate(double):

@@ -39,6 +39,8 @@ import textwrap
 import time
 import uuid
 
+from ansible_run import free_port
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 DOUBLE = os.path.join(REPO, 'tests', 'double')
@@ -206,14 +208,6 @@ class Host(object):
         result['_seconds'] = round(time.time() - started, 2)
         self.reap()
         return result
-
-
-def free_port():
-    sock = socket.socket()
-    sock.bind(('127.0.0.1', 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 def python_script(path, body):

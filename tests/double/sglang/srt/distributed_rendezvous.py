@@ -31,6 +31,15 @@ def split_addr(addr: str) -> Tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _check(abort_check: Callable[[], Optional[str]], deadline: float, timeout_message: str) -> None:
+    """Raise RendezvousAborted when abort_check answers, RendezvousTimeout once the deadline passed."""
+    reason = abort_check()
+    if reason:
+        raise RendezvousAborted(reason)
+    if time.time() >= deadline:
+        raise RendezvousTimeout(timeout_message)
+
+
 def rendezvous(addr: str, nnodes: int, node_rank: int, timeout: float,
                abort_check: Callable[[], Optional[str]]) -> Dict[str, object]:
     host, port = split_addr(addr)
@@ -54,13 +63,9 @@ def _serve(port: int, nnodes: int, deadline: float, timeout: float,
     joined: Dict[int, socket.socket] = {}
     try:
         while len(joined) < nnodes - 1:
-            reason = abort_check()
-            if reason:
-                raise RendezvousAborted(reason)
-            if time.time() >= deadline:
-                raise RendezvousTimeout(
-                    "torch.distributed.DistStoreError: Timed out after %d seconds waiting for clients. "
-                    "%d/%d clients joined." % (timeout, len(joined) + 1, nnodes))
+            _check(abort_check, deadline,
+                   "torch.distributed.DistStoreError: Timed out after %d seconds waiting for clients. "
+                   "%d/%d clients joined." % (timeout, len(joined) + 1, nnodes))
             try:
                 conn = listener.accept()[0]
             except socket.timeout:
@@ -93,13 +98,9 @@ def _serve(port: int, nnodes: int, deadline: float, timeout: float,
 def _join(host: str, port: int, node_rank: int, deadline: float, timeout: float,
           abort_check: Callable[[], Optional[str]]) -> int:
     while True:
-        reason = abort_check()
-        if reason:
-            raise RendezvousAborted(reason)
-        if time.time() >= deadline:
-            raise RendezvousTimeout(
-                "torch.distributed.DistNetworkError: The client socket has timed out after %d seconds "
-                "while trying to connect to (%s, %d)." % (timeout, host, port))
+        _check(abort_check, deadline,
+               "torch.distributed.DistNetworkError: The client socket has timed out after %d seconds "
+               "while trying to connect to (%s, %d)." % (timeout, host, port))
         try:
             conn = socket.create_connection((host, port), timeout=2)
         except OSError:
@@ -109,13 +110,9 @@ def _join(host: str, port: int, node_rank: int, deadline: float, timeout: float,
             conn.sendall(b"%d\n" % node_rank)
             conn.settimeout(0.2)
             while True:
-                reason = abort_check()
-                if reason:
-                    raise RendezvousAborted(reason)
-                if time.time() >= deadline:
-                    raise RendezvousTimeout(
-                        "torch.distributed.DistStoreError: Timed out after %d seconds waiting for the "
-                        "other ranks at %s:%d." % (timeout, host, port))
+                _check(abort_check, deadline,
+                       "torch.distributed.DistStoreError: Timed out after %d seconds waiting for the "
+                       "other ranks at %s:%d." % (timeout, host, port))
                 try:
                     data = conn.recv(16)
                 except socket.timeout:
