@@ -142,7 +142,7 @@ def test_router_worker_waits_for_a_request_in_flight(fleet):
     thread.start()
     wait_for(lambda: get_json(w2 + "/get_load")[0]["num_reqs"] > 0, 10, "the request to run")
     out = run_module("inferops.sglang.router_worker", {"router_url": router, "url": w2, "state": "absent",
-                                                   "interval": 0.1, "drain_timeout": 60})
+                                                       "interval": 0.1, "drain_timeout": 60})
     thread.join(60)
     assert done.get("status") == 200
     assert out["drain"]["drained"] is True and out["drain"]["seconds"] > 0.0, out["drain"]
@@ -150,7 +150,7 @@ def test_router_worker_waits_for_a_request_in_flight(fleet):
 
 def test_router_worker_unreachable_router_fails_clearly():
     out = run_module("inferops.sglang.router_worker", {"router_url": "http://127.0.0.1:%d" % free_port(),
-                                                   "url": "http://127.0.0.1:1", "state": "absent"})
+                                                       "url": "http://127.0.0.1:1", "state": "absent"})
     assert out.get("failed") is True and "/workers" in out["msg"]
 
 
@@ -171,7 +171,7 @@ def test_stray_finder_never_stops_the_router(fleet):
     # For real, scoped to the test's own ports (other SGLang processes on this machine are not the test's).
     for url, proc in zip(fleet["workers"], fleet["procs"]):
         stopped = run_module("inferops.sglang.server_process", {"state": "absent", "port": int(url.rsplit(":", 1)[1]),
-                                                            "grace_period": 10})
+                                                                "grace_period": 10})
         assert stopped["changed"] is True and router_pid not in stopped["target_pids"]
         assert proc.wait(timeout=30) is not None
     assert os.path.exists("/proc/%d" % router_pid)
