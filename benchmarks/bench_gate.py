@@ -81,7 +81,7 @@ def gate_latency(tmp, load):
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
     try:
-        result = gate({"port": port, "manager": "none", "started_at": started, "interval": 1, "wait": 120,
+        result = gate({"port": port, "manager": "none", "started_at": started, "interval": 1, "round_seconds": 120,
                        "progress_file": os.path.join(tmp, "gate.json")})
         done = started + result["elapsed"]
         poller.join(5)
@@ -123,7 +123,7 @@ def fail_fast(tmp, load, supervisord):
         pid = int(status.split("pid ")[1].split(",")[0])
         result = gate({"port": port, "manager": "supervisord", "service": "sglang", "supervisor_config": conf,
                        "supervisorctl": supervisorctl, "baseline": {"pid": pid}, "started_at": started,
-                       "interval": 1, "wait": 120, "budget": 120, "log_file": os.path.join(tmp, "sglang.log"),
+                       "interval": 1, "round_seconds": 120, "budget": 120, "log_file": os.path.join(tmp, "sglang.log"),
                        "progress_file": os.path.join(tmp, "gate-ff.json")})
         crashed_at = load / 2.0  # the double crashes halfway through its load
         return {"failed": result.get("failed"), "reason": result.get("reason"), "gate_failed_at": result["elapsed"],

@@ -13,6 +13,8 @@ until every unit has a batch.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.inferops.sglang.plugins.module_utils import _http
+
 
 def batch_size(spec, total):
     """One ``serial`` entry (int, '3', '25%') against ``total`` units -> a size >= 1.
@@ -105,12 +107,13 @@ def plan(hosts, replica_of=None, batches=None, canary=''):
 
 
 def worker_url(host, port, url=None):
-    """The URL a router uses for a server: ``url`` when given, else ``http://<host>:<port>`` (IPv6 bracketed)."""
+    """The URL a router uses for a server: ``url`` when given, else ``http://<host>:<port>``.
+
+    The host goes through ``_http.base_url``: an IPv6 literal is bracketed, a wildcard address becomes loopback.
+    """
     if url:
         return url
-    if ':' in host and not host.startswith('['):
-        host = '[%s]' % host
-    return 'http://%s:%d' % (host, int(port))
+    return _http.base_url(host, port)
 
 
 def summary_rows(order, batches, results, failures):

@@ -43,7 +43,10 @@ attributes:
     platforms: posix
 options:
   router_url:
-    description: Base URL of the router, for example C(http://router1:30080).
+    description:
+      - Base URL of the router, for example C(http://router1:30080).
+      - A wildcard host (the router's bind address) is reached on loopback - C(0.0.0.0) on C(127.0.0.1),
+        C([::]) on C([::1]).
     type: str
     required: true
   url:
@@ -68,7 +71,9 @@ options:
     type: bool
     default: true
   drain_url:
-    description: Base URL where the worker's C(/get_load) is read; default O(url).
+    description:
+      - Base URL where the worker's C(/get_load) is read; default O(url).
+      - A wildcard host is reached on loopback, as for O(router_url).
     type: str
   drain_timeout:
     description: Seconds to wait for the drain before going on (see RV(drain)).
@@ -150,14 +155,11 @@ elapsed:
   type: float
 '''
 
-import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native, to_text
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.six.moves.urllib.request import Request, build_opener
-from ansible_collections.inferops.sglang.plugins.module_utils import _router
+from ansible.module_utils.common.text.converters import to_native
+from ansible_collections.inferops.sglang.plugins.module_utils import _http, _router
 
 
 class RouterError(Exception):
@@ -169,33 +171,22 @@ class RouterWorker(object):
         self.module = module
         self.p = module.params
         try:
-            self.router = _router.normalize_url(self.p['router_url'])
+            # The URLs this module connects to: a wildcard host (a bind address) is reached on loopback.
+            self.router = _http.probe_url_of(_router.normalize_url(self.p['router_url']))
             self.url = _router.normalize_url(self.p['url'])
-            self.drain_url = _router.normalize_url(self.p['drain_url'] or self.p['url'])
+            self.drain_url = _http.probe_url_of(_router.normalize_url(self.p['drain_url'] or self.p['url']))
         except ValueError as exc:
             module.fail_json(msg=to_native(exc))
-        self.opener = build_opener()
 
     def http(self, method, url, body=None, token=None):
         """(status, parsed JSON or text) of one request; RouterError when the host cannot be reached."""
-        data = json.dumps(body).encode('utf-8') if body is not None else None
-        req = Request(url, data=data, method=method)
-        if data is not None:
-            req.add_header('Content-Type', 'application/json')
-        if token:
-            req.add_header('Authorization', 'Bearer %s' % token)
+        answer = _http.request(url, method=method, body=body, timeout=self.p['request_timeout'], bearer_token=token)
+        if answer.status is None:
+            raise RouterError('%s %s: %s' % (method, url, answer.error))
         try:
-            resp = self.opener.open(req, timeout=self.p['request_timeout'])
-            status, raw = resp.getcode(), resp.read()
-        except HTTPError as exc:
-            status, raw = exc.code, exc.read()
-        except (URLError, OSError, ValueError) as exc:
-            raise RouterError('%s %s: %s' % (method, url, to_native(getattr(exc, 'reason', exc))))
-        text = to_text(raw, errors='surrogate_or_replace')
-        try:
-            return status, json.loads(text)
+            return answer.status, answer.json()
         except ValueError:
-            return status, text
+            return answer.status, answer.body
 
     def workers(self):
         status, body = self.http('GET', self.router + '/workers', token=self.p['api_key'])
@@ -254,7 +245,7 @@ class RouterWorker(object):
         state = self.p['state']
         before = self.workers()
         listed = _router.find_worker(before, self.url)
-        action = _router.plan(state, listed)
+        action = _router.worker_action(state, listed)
         if state == 'present' and listed is not None and not listed['healthy']:
             action = 'none'   # listed but not yet healthy: only wait
         result = dict(changed=action != 'none', operation=action,

@@ -18,21 +18,23 @@ description:
     over a second; the per-request timeout O(request_timeout) is at least 20 s, SGLang's own health timeout),
     then O(smoke_requests) sequential C(POST /v1/chat/completions) requests, each bounded by O(smoke_timeout),
     that must return a non-empty completion.
-  - C(GET /v1/models) answers 200 while the model is still loading and never counts (field case C03).
+  - C(GET /v1/models) answers 200 while the model is still loading, so it never counts as a sign of health.
   - Each poll also checks the service itself (O(manager)) - a systemd unit that failed, is waiting to
     restart, restarted (C(NRestarts) or C(MainPID) changed against O(baseline)), or a supervisord program
     that is not C(RUNNING)/C(STARTING) or changed pid - and then fails at once with the last O(log_lines)
     lines of its log (C(journalctl -u) or the program's log file). With O(interval) = 1 s, a crash during
     the load is reported about a second after it happens.
-  - One call waits at most O(wait) seconds and returns RV(state=waiting) if the server is not ready yet, so
-    a task can call it in an C(until) loop and Ansible shows each round (a 10-minute load does not look like a
+  - One call waits at most O(round_seconds) seconds and returns RV(state=waiting) if the server is not ready
+    yet, so a task can call it in an C(until) loop and Ansible shows each round (a 10-minute load does not look like a
     hang). The overall budget is O(budget) seconds from O(started_at); progress (first TCP accept, first
     healthy answer) is kept between calls in O(progress_file).
   - Nodes of rank >= 1 of a multi-node replica answer C(/health) with a dummy 200 (SGLang's
     C(http_server.py)); gate rank 0 only.
 options:
   host:
-    description: Address of the server. C(0.0.0.0) is probed on C(127.0.0.1), C(::) on C(::1).
+    description:
+      - Address the server binds. A wildcard bind is probed on loopback - C(0.0.0.0) (or empty) on C(127.0.0.1),
+        C(::) on C(::1); any other address as it is (an IPv6 literal without brackets).
     type: str
     default: 127.0.0.1
   port:
@@ -50,7 +52,7 @@ options:
   baseline:
     description:
       - Status of the service right after it was started, as returned in RV(service) by an earlier call
-        (or by this module with O(wait=0)). A later restart against it fails the gate.
+        (or by this module with O(round_seconds=0)). A later restart against it fails the gate.
       - For systemd the keys C(MainPID) and C(NRestarts); for supervisord the key C(pid).
     type: dict
   started_at:
@@ -60,8 +62,11 @@ options:
     description: Seconds from O(started_at) the server may take to become ready (a large model loads ~10 min).
     type: float
     default: 900
-  wait:
-    description: Seconds this call may wait before it returns RV(state=waiting).
+  round_seconds:
+    description:
+      - Seconds this one call (one round of an C(until) loop) may poll before it returns RV(state=waiting).
+        0 polls once.
+      - The whole wait is bounded by O(budget), not by this.
     type: float
     default: 30
   interval:
@@ -140,6 +145,7 @@ EXAMPLES = r'''
     service: sglang.service
     started_at: "{{ gate_started_at }}"
     budget: 900
+    round_seconds: 30
   register: gate
   until: gate.state | default('failed') != 'waiting'
   retries: 40
@@ -148,7 +154,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 state:
-  description: C(ready) when every step passed, C(waiting) when the call ran out of O(wait), C(failed) otherwise.
+  description: C(ready) when every step passed, C(waiting) when the call ran out of O(round_seconds), C(failed) otherwise.
   returned: always
   type: str
   sample: ready
@@ -203,21 +209,18 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native, to_text
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.six.moves.urllib.request import Request, build_opener
-from ansible_collections.inferops.sglang.plugins.module_utils import _health
+from ansible_collections.inferops.sglang.plugins.module_utils import _health, _http, _supervisors
 
 
 class Gate(object):
-    """One call of the gate: polls until ready, failed, out of budget, or out of this call's wait."""
+    """One call of the gate: polls until ready, failed, out of budget, or out of this call's round_seconds."""
 
     def __init__(self, module):
         self.module = module
         p = module.params
         self.p = p
-        host = p['host']
-        self.host = '127.0.0.1' if host in ('', '0.0.0.0') else ('::1' if host == '::' else host)
-        self.base = 'http://%s:%d' % ('[%s]' % self.host if ':' in self.host else self.host, p['port'])
+        self.host = _http.probe_host(p['host'])
+        self.base = _http.base_url(p['host'], p['port'])
         self.now = time.time()
         self.started_at = p['started_at'] if p['started_at'] is not None else self.now
         self.progress_file = p['progress_file'] or '/run/inferops-sglang/health-%d.json' % p['port']
@@ -266,14 +269,14 @@ class Gate(object):
                 environ_update={'LANG': 'C', 'LC_ALL': 'C'})
             if rc != 0:
                 return {'ActiveState': 'unknown', 'error': to_text(err).strip()}
-            return _health.parse_systemctl_show(out)
+            return _supervisors.parse_systemctl_show(out)
         if manager == 'supervisord':
             cmd = [self.p['supervisorctl']]
             if self.p['supervisor_config']:
                 cmd += ['-c', self.p['supervisor_config']]
             rc, out, err = self.module.run_command(cmd + ['status', self.p['service']],
                                                    environ_update={'LANG': 'C', 'LC_ALL': 'C'})
-            return _health.parse_supervisorctl_status(out or err)
+            return _supervisors.parse_supervisorctl_status(out or err)
         return {}
 
     def log_tail(self):
@@ -303,35 +306,23 @@ class Gate(object):
             return False
 
     def http(self, path, timeout, body=None):
-        headers = {'Accept': 'application/json'}
-        if body is not None:
-            headers['Content-Type'] = 'application/json'
-        if self.p['api_key']:
-            headers['Authorization'] = 'Bearer %s' % self.p['api_key']
-        request = Request(self.base + path, data=body, headers=headers)
-        started = time.time()
-        try:
-            # The default urllib opener, exactly what the standard library's one-call helper uses.
-            response = build_opener().open(request, timeout=timeout)
-            status, text = response.getcode(), response.read()
-        except HTTPError as exc:
-            status, text = exc.code, b''
-        except (URLError, OSError, socket.error, ValueError) as exc:
-            return None, to_native(exc), time.time() - started
-        return status, to_text(text, errors='replace'), time.time() - started
+        """_http.Response of GET <path>, or of POST <path> with a JSON body (bytes)."""
+        return _http.request(self.base + path, method='GET' if body is None else 'POST', body=body,
+                             headers={'Accept': 'application/json'}, timeout=timeout,
+                             bearer_token=self.p['api_key'])
 
     def smoke(self):
-        models_status, models_body, dummy = self.http('/v1/models', self.p['request_timeout'])
-        model = _health.model_id(models_body if models_status == 200 else '')
+        models = self.http('/v1/models', self.p['request_timeout'])
+        model = _health.model_id(models.body if models.status == 200 else '')
         latencies = []
         for number in range(self.p['smoke_requests']):
             body = _health.chat_request(model, self.p['smoke_prompt'], self.p['smoke_max_tokens'])
-            status, text, seconds = self.http('/v1/chat/completions', self.p['smoke_timeout'], body)
-            ok, why, dummy = _health.check_chat_response(status, text if status is not None else '')
+            answer = self.http('/v1/chat/completions', self.p['smoke_timeout'], body)
+            ok, why, dummy = _health.check_chat_response(answer.status, answer.body)
             if not ok:
                 return latencies, 'smoke request %d of %d failed: %s' % (
-                    number + 1, self.p['smoke_requests'], why if status is not None else text)
-            latencies.append(round(seconds, 3))
+                    number + 1, self.p['smoke_requests'], why if answer.status is not None else answer.error)
+            latencies.append(round(answer.elapsed, 3))
         return latencies, None
 
     # -- the loop -----------------------------------------------------------------------------
@@ -343,7 +334,7 @@ class Gate(object):
 
     def run(self):
         p = self.p
-        call_deadline = self.now + p['wait']
+        call_deadline = self.now + p['round_seconds']
         budget_deadline = self.started_at + p['budget']
         phase = 'health' if self.result['time_to_tcp'] is not None else 'tcp'
         while True:
@@ -364,16 +355,16 @@ class Gate(object):
                 else:
                     self.result['reason'] = 'the port is not open yet (model loading)'
             if phase == 'health':
-                status, text, seconds = self.http('/health', p['request_timeout'])
-                self.result['last_status'] = status
-                if status == 200:
-                    self.result['health_latency'] = round(seconds, 3)
+                answer = self.http('/health', p['request_timeout'])
+                self.result['last_status'] = answer.status
+                if answer.status == 200:
+                    self.result['health_latency'] = round(answer.elapsed, 3)
                     if self.result['time_to_healthy'] is None:
                         self.result['time_to_healthy'] = round(time.time() - self.started_at, 3)
                     phase = 'smoke'
                 else:
-                    self.result['reason'] = ('GET /health answered %s' % status if status is not None
-                                             else 'GET /health got no answer: %s' % text)
+                    self.result['reason'] = ('GET /health answered %s' % answer.status if answer.status is not None
+                                             else 'GET /health got no answer: %s' % answer.error)
             if phase == 'smoke':
                 latencies, why = self.smoke() if p['smoke_requests'] > 0 else ([], None)
                 self.result['smoke_latencies'] = latencies
@@ -403,7 +394,7 @@ def main():
             baseline=dict(type='dict'),
             started_at=dict(type='float'),
             budget=dict(type='float', default=900),
-            wait=dict(type='float', default=30),
+            round_seconds=dict(type='float', default=30),
             interval=dict(type='float', default=1),
             request_timeout=dict(type='float', default=30),
             smoke_requests=dict(type='int', default=3),
@@ -424,8 +415,8 @@ def main():
     if p['request_timeout'] < 20:
         module.fail_json(msg='request_timeout must be at least 20 s: SGLang\'s /health runs a generation '
                              'and SGLang itself waits up to 20 s for it (got %s)' % p['request_timeout'])
-    if p['interval'] <= 0 or p['wait'] < 0 or p['budget'] <= 0:
-        module.fail_json(msg='interval and budget must be positive and wait not negative')
+    if p['interval'] <= 0 or p['round_seconds'] < 0 or p['budget'] <= 0:
+        module.fail_json(msg='interval and budget must be positive and round_seconds not negative')
     gate = Gate(module)
     result = gate.run()
     gate.save_progress()

@@ -61,13 +61,13 @@ def test_models_answering_early_does_not_pass_the_gate(double):
     """C03: while loading, /v1/models answers 200 and /health 503; a short round must come back waiting."""
     port, started = double(SGLANG_DOUBLE_LOAD_SECONDS="0.5", SGLANG_DOUBLE_WARMUP_SECONDS="6")
     time.sleep(1.5)
-    result = gate(port, started, wait=2)
+    result = gate(port, started, round_seconds=2)
     assert result["state"] == "waiting", result
     assert result["phase"] == "health" and result["last_status"] == 503
     assert result["time_to_tcp"] is not None and result["time_to_healthy"] is None
     # The next rounds keep the progress (time to TCP) and end ready after a real completion.
     for dummy in range(10):
-        result = gate(port, started, wait=5)
+        result = gate(port, started, round_seconds=5)
         if result["state"] != "waiting":
             break
     assert result["state"] == "ready", result
@@ -79,14 +79,14 @@ def test_slow_health_is_waited_for_without_flapping(double):
     """C04: /health takes 1.2 s (a one-token generation); the gate's per-request timeout is far longer."""
     port, started = double(SGLANG_DOUBLE_LOAD_SECONDS="0.2", SGLANG_DOUBLE_WARMUP_SECONDS="0.2",
                            SGLANG_DOUBLE_HEALTH_DELAY="1.2")
-    result = gate(port, started, wait=60)
+    result = gate(port, started, round_seconds=60)
     assert result["state"] == "ready", result
     assert result["health_latency"] >= 1.2
 
 
 def test_never_healthy_fails_at_the_end_of_the_budget(double):
     port, started = double(SGLANG_DOUBLE_LOAD_SECONDS="0.2", SGLANG_DOUBLE_FAIL="never_healthy")
-    result = gate(port, started, wait=60, budget=4)
+    result = gate(port, started, round_seconds=60, budget=4)
     assert result.get("failed") is True
     assert "not ready after the whole budget of 4 s" in result["msg"]
     assert result["last_status"] == 503

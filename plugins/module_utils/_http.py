@@ -1,0 +1,188 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The one HTTP client of the collection's modules, and the address a local probe uses.
+
+* ``probe_host(bind_host)`` / ``base_url(host, port, scheme)``: where to reach a server that binds
+  ``bind_host`` - a wildcard bind (``0.0.0.0``, empty, ``None``) is probed on ``127.0.0.1``, ``::`` on ``::1``;
+  IPv6 literals are bracketed in URLs. The filter ``inferops.sglang.probe_url`` exposes ``base_url`` to roles.
+* ``request(url, ...)``: one request through ansible-core's ``ansible.module_utils.urls`` (no dependency on the
+  target). It returns a ``Response`` instead of raising - an HTTP error answer is a status, a request that got no
+  HTTP answer (connection refused, timeout, reset, TLS failure, bad URL) has ``status`` None and ``error`` set.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import socket
+import time
+
+from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
+from ansible.module_utils.six import binary_type, text_type
+from ansible.module_utils.six.moves import http_client
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
+from ansible.module_utils.urls import Request, make_context
+
+SCHEMES = ('http', 'https')
+
+# Everything that means "no HTTP answer" (HTTPError, a subclass of URLError, is caught before these).
+NO_ANSWER = (URLError, OSError, socket.error, socket.timeout, http_client.HTTPException, UrlsConnectionError,
+             ValueError)
+
+
+def probe_host(bind_host):
+    """The address to probe a server on that binds ``bind_host``.
+
+    ``0.0.0.0``, ``''`` and ``None`` (every IPv4 address) -> ``127.0.0.1``; ``::`` (every address) -> ``::1``;
+    any other host is returned unchanged.
+    """
+    if bind_host is None or bind_host in ('', '0.0.0.0'):
+        return '127.0.0.1'
+    if bind_host == '::':
+        return '::1'
+    return bind_host
+
+
+def base_url(host, port, scheme='http'):
+    """``<scheme>://<probe_host(host)>:<port>``, an IPv6 literal in brackets (a bracketed one is kept).
+
+    Raises ValueError for a port outside 1-65535 or a scheme other than http/https, TypeError for a port
+    that is not a number.
+    """
+    if scheme not in SCHEMES:
+        raise ValueError('scheme must be http or https, not %r' % (scheme,))
+    number = int(port)
+    if not 0 < number < 65536:
+        raise ValueError('port must be between 1 and 65535, not %r' % (port,))
+    if host and host.startswith('[') and host.endswith(']'):
+        host = host[1:-1]
+    host = probe_host(host)
+    if ':' in host:
+        host = '[%s]' % host
+    return '%s://%s:%d' % (scheme, host, number)
+
+
+def probe_url_of(url):
+    """``url`` with a wildcard host (``0.0.0.0``, ``[::]``, empty) replaced by ``probe_host``'s loopback address.
+
+    Any other URL is returned unchanged, as is text that is not ``scheme://host...``.
+    """
+    scheme, sep, rest = url.partition('://')
+    if not sep:
+        return url
+    cut = len(rest)
+    for char in '/?#':
+        if char in rest:
+            cut = min(cut, rest.index(char))
+    netloc, tail = rest[:cut], rest[cut:]
+    userinfo, at, hostport = netloc.rpartition('@')
+    if hostport.startswith('['):
+        host, bracket, port = hostport[1:].partition(']')
+        if not bracket:
+            return url
+    elif hostport.count(':') > 1:
+        return url  # an IPv6 literal without brackets: not a URL to guess about
+    else:
+        host, colon, port = hostport.partition(':')
+        port = colon + port
+    probe = probe_host(host)
+    if probe == host:
+        return url
+    if ':' in probe:
+        probe = '[%s]' % probe
+    return '%s://%s%s%s%s%s' % (scheme, userinfo, at, probe, port, tail)
+
+
+class Response(object):
+    """What one request got.
+
+    :ivar status: the HTTP status (an error answer such as 401 or 503 included), or None when there was
+        no HTTP answer.
+    :ivar body: the body of the answer as text (undecodable bytes replaced), '' without one.
+    :ivar elapsed: seconds from sending the request until the body was read (or the request failed).
+    :ivar error: why there was no HTTP answer, None when there was one.
+    """
+
+    __slots__ = ('status', 'body', 'elapsed', 'error')
+
+    def __init__(self, status, body, elapsed, error=None):
+        self.status = status
+        self.body = body
+        self.elapsed = elapsed
+        self.error = error
+
+    def json(self):
+        """The body parsed as JSON; ValueError when it is not JSON."""
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return 'Response(status=%r, elapsed=%.3f, error=%r, body=%r)' % (
+            self.status, self.elapsed, self.error, self.body[:80])
+
+
+# TLS contexts by (validate_certs, ca_path): building one loads the CA store (tens of ms), and a module polls.
+_CONTEXTS = {}
+
+
+def _context(validate_certs, ca_path):
+    key = (bool(validate_certs), ca_path)
+    if key not in _CONTEXTS:
+        _CONTEXTS[key] = make_context(cafile=ca_path, validate_certs=bool(validate_certs))
+    return _CONTEXTS[key]
+
+
+def _why(exc):
+    """Plain text of why a request got no answer: the reason of a URLError, without its wrapper text."""
+    text = to_native(getattr(exc, 'reason', None) or exc)
+    return text or exc.__class__.__name__
+
+
+def request(url, method='GET', body=None, headers=None, timeout=30, validate_certs=True, ca_path=None,
+            bearer_token=None, use_proxy=True):
+    """Send one request and read the whole answer.
+
+    :param url: the full URL.
+    :param method: the HTTP method.
+    :param body: None, bytes or text sent as they are, or anything else sent as JSON. With a body, the
+        ``Content-Type`` is ``application/json`` unless ``headers`` has one.
+    :param headers: more request headers (dict).
+    :param timeout: seconds for the connection and each read.
+    :param validate_certs: verify the server's certificate (https).
+    :param ca_path: CA bundle to verify it against instead of the system's.
+    :param bearer_token: sent as ``Authorization: Bearer <token>`` when not empty.
+    :param use_proxy: honour ``http_proxy``/``https_proxy``/``no_proxy`` from the environment.
+    :returns: a ``Response``; it never raises for an HTTP error answer or a request without an answer.
+    """
+    all_headers = dict(headers or {})
+    data = None
+    if body is not None:
+        data = to_bytes(body) if isinstance(body, (binary_type, text_type)) else to_bytes(json.dumps(body))
+        if not any(name.lower() == 'content-type' for name in all_headers):
+            all_headers['Content-Type'] = 'application/json'
+    if bearer_token:
+        all_headers['Authorization'] = 'Bearer %s' % bearer_token
+    try:
+        # Built before the clock starts: the first one loads the CA store, which is no part of the request.
+        context = _context(validate_certs, ca_path)
+    except NO_ANSWER as exc:
+        return Response(None, '', 0.0, 'no TLS context: %s' % _why(exc))
+    started = time.time()
+    try:
+        # ansible-core's open_url is Request().open() with a fresh TLS context each call; this reuses one.
+        # No ~/.netrc: its Basic credentials would replace the bearer token.
+        answer = Request().open(method, url, data=data, headers=all_headers, timeout=timeout, use_proxy=use_proxy,
+                                validate_certs=validate_certs, ca_path=ca_path, use_netrc=False, context=context)
+        status, raw = answer.getcode(), answer.read()
+    except HTTPError as exc:
+        status = exc.code
+        try:
+            raw = exc.read()
+        except (AttributeError,) + NO_ANSWER:
+            raw = b''
+    except NO_ANSWER as exc:
+        return Response(None, '', time.time() - started, _why(exc))
+    return Response(status, to_text(raw or b'', errors='replace'), time.time() - started)
