@@ -15,32 +15,37 @@ then times N scans of discover() for each mode and prints the median, p95 and ma
 
 Usage: python3 benchmarks/bench_discovery.py [--processes 5000] [--scans 20] [--per-shell 25]
 Run from the repository root, with ``ansible_collections.inferops.sglang`` importable, or from
-anywhere: the module_utils file is loaded by path as a fallback. Linux only. No timing is asserted.
+anywhere: the checkout is made importable through a temporary symlink as a fallback. Linux only. No timing is asserted.
 """
 
 from __future__ import (absolute_import, division, print_function)
 
 import argparse
-import importlib.util
+import importlib
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def load_module_utils():
+    """module_utils/_server_process/discovery.py, from the installed collection or else from this checkout
+    (made importable as ansible_collections.inferops.sglang through a symlink in a temporary directory)."""
     try:
-        from ansible_collections.inferops.sglang.plugins.module_utils import _sglang_process
-        return _sglang_process
+        from ansible_collections.inferops.sglang.plugins.module_utils._server_process import discovery
+        return discovery
     except ImportError:
-        path = os.path.join(HERE, '..', 'plugins', 'module_utils', '_sglang_process.py')
-        spec = importlib.util.spec_from_file_location('_sglang_process', path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+        top = tempfile.mkdtemp(prefix='bench-discovery-')
+        os.makedirs(os.path.join(top, 'ansible_collections', 'inferops'))
+        os.symlink(os.path.abspath(os.path.join(HERE, '..')), os.path.join(top, 'ansible_collections', 'inferops', 'sglang'))
+        sys.path.insert(0, top)
+        importlib.invalidate_caches()
+        from ansible_collections.inferops.sglang.plugins.module_utils._server_process import discovery
+        return discovery
 
 
 def count_group(pgid):

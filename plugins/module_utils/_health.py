@@ -11,7 +11,7 @@ What an SGLang server answers, from sgl-project/sglang ``python/sglang/srt/entry
 - ``GET /health`` and ``GET /health_generate`` run a one-token generation and answer 200 when it
   succeeds, 503 while the server is still starting or unhealthy; SGLang's own check waits up to 20 s.
 - ``GET /v1/models`` answers 200 as soon as the HTTP server runs, before the model can generate, so
-  it never counts as healthy (field case C03).
+  it never counts as healthy.
 - ``POST /v1/chat/completions`` is the OpenAI-compatible API; a real answer proves generation.
 - Nodes of rank >= 1 of a multi-node replica answer ``/health`` with a dummy 200: gate rank 0 only.
 """
@@ -21,64 +21,20 @@ __metaclass__ = type
 
 import json
 
-# ActiveState values of systemd in which a service is (still) on its way or running.
-_SYSTEMD_ALIVE = ('active', 'activating', 'reloading')
-# supervisorctl status words (supervisor's process states).
-_SUPERVISOR_ALIVE = ('RUNNING', 'STARTING')
-
-
-def parse_systemctl_show(text):
-    """``systemctl show -p A -p B UNIT`` output -> dict of str.
-
-    :param text: str, ``KEY=value`` lines.
-    :returns: dict; MainPID and NRestarts are converted to int when present.
-    """
-    props = {}
-    for line in text.splitlines():
-        if '=' in line:
-            key, value = line.split('=', 1)
-            props[key.strip()] = value.strip()
-    for key in ('MainPID', 'NRestarts', 'ExecMainStatus'):
-        if key in props:
-            try:
-                props[key] = int(props[key])
-            except ValueError:
-                props[key] = None
-    return props
-
-
-def parse_supervisorctl_status(text):
-    """One line of ``supervisorctl status NAME`` -> dict(state, pid, detail).
-
-    Example lines (supervisor 4.x)::
-
-        sglang                           RUNNING   pid 123, uptime 0:00:12
-        sglang                           BACKOFF   Exited too quickly (process log may have details)
-        sglang                           FATAL     Exited too quickly (process log may have details)
-    """
-    for line in text.splitlines():
-        parts = line.split(None, 2)
-        if len(parts) < 2:
-            continue
-        state = parts[1]
-        detail = parts[2] if len(parts) > 2 else ''
-        pid = None
-        if detail.startswith('pid '):
-            try:
-                pid = int(detail[4:].split(',')[0])
-            except ValueError:
-                pid = None
-        return {'state': state, 'pid': pid, 'detail': detail}
-    return {'state': 'UNKNOWN', 'pid': None, 'detail': text.strip()}
+from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import (
+    SUPERVISOR_ALIVE,
+    SYSTEMD_ALIVE,
+    SYSTEMD_FAILED,
+)
 
 
 def service_verdict(manager, baseline, current):
     """Has the service failed or restarted since the cutover began?
 
     :param manager: ``systemd`` or ``supervisord``.
-    :param baseline: status right after the start: for systemd the dict of :func:`parse_systemctl_show`
-        (MainPID, NRestarts), for supervisord the dict of :func:`parse_supervisorctl_status`;
-        or None when the caller did not start the service (then only a dead service fails).
+    :param baseline: status right after the start: for systemd the dict of ``_supervisors.parse_systemctl_show``
+        (MainPID, NRestarts), for supervisord the dict of ``_supervisors.parse_supervisorctl_status``; or None
+        when the caller did not start the service (then only a dead service fails).
     :param current: the same kind of dict, read now.
     :returns: None when the service looks alive and unchanged, else a str saying what happened.
     """
@@ -86,9 +42,9 @@ def service_verdict(manager, baseline, current):
         state = current.get('ActiveState')
         sub = current.get('SubState')
         pid = current.get('MainPID') or 0
-        if state == 'failed':
+        if state in SYSTEMD_FAILED:
             return 'the unit failed (ActiveState=failed, Result=%s)' % current.get('Result', '?')
-        if sub == 'auto-restart' or state not in _SYSTEMD_ALIVE:
+        if sub == 'auto-restart' or state not in SYSTEMD_ALIVE:
             return ('the server exited (ActiveState=%s, SubState=%s, exit status %s)'
                     % (state, sub, current.get('ExecMainStatus')))
         if baseline:
@@ -101,7 +57,7 @@ def service_verdict(manager, baseline, current):
         return None
     if manager == 'supervisord':
         state = current.get('state')
-        if state not in _SUPERVISOR_ALIVE:
+        if state not in SUPERVISOR_ALIVE:
             return 'the program is %s (%s)' % (state, current.get('detail', ''))
         if baseline and baseline.get('pid') and current.get('pid') and current['pid'] != baseline['pid']:
             return 'the program restarted (pid %s -> %s)' % (baseline['pid'], current['pid'])
@@ -147,11 +103,3 @@ def check_chat_response(status, body):
     if isinstance(usage, dict):
         tokens = usage.get('completion_tokens') or 0
     return True, None, tokens
-
-
-def next_phase(phase, ok):
-    """tcp -> health -> smoke -> ready; a failed step stays where it is."""
-    order = ['tcp', 'health', 'smoke', 'ready']
-    if not ok:
-        return phase
-    return order[min(order.index(phase) + 1, len(order) - 1)]

@@ -84,7 +84,7 @@ def parse_load(body):
     return {'running': running, 'queued': queued, 'ranks': len(entries)}
 
 
-def plan(state, present):
+def worker_action(state, present):
     """What to do for the desired ``state`` ('present' or 'absent') given whether the router lists the
     worker now (``present``, the entry or None): 'add', 'remove' or 'none'."""
     if state == 'present':

@@ -15,10 +15,11 @@ filters and templates.
 
 Secrets
 -------
-``SECRET_FLAGS`` lists the server flags whose values are credentials.
-``args_to_argv`` refuses to render them (unless ``allow_secrets=True``) because an
-argv ends up in the unit file (world readable under /etc/systemd/system), in
-``systemctl show``/``status`` output, in ``ps`` and in /proc/PID/cmdline.
+Which flags carry secrets is decided in ``_secrets`` (``is_secret_flag``), the one
+rule of the collection. ``args_to_argv`` refuses to render them (unless
+``allow_secrets=True``) because an argv ends up in the unit file (world readable
+under /etc/systemd/system), in ``systemctl show``/``status`` output, in ``ps`` and
+in /proc/PID/cmdline.
 
 SGLang 0.5.23 reads no environment variable for its API keys: ``--api-key`` and
 ``--admin-api-key`` are plain argparse options (``sglang/srt/arg_groups/fields/
@@ -37,20 +38,8 @@ __metaclass__ = type
 import json
 import re
 
-# Flags (without dashes) whose value is a credential in SGLang 0.5.23.
-SECRET_FLAGS = (
-    'api-key',
-    'admin-api-key',
-    'ssl-keyfile-password',
-)
-# Flags whose value may embed a credential: SGLang itself redacts
-# --watermark-config from its recorded launch command (it may be an inline JSON
-# object holding the watermark key, or a file path).
-SECRET_IF_INLINE_JSON = (
-    'watermark-config',
-)
-
-REDACTED = '********'
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import is_secret_flag
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process.cmdline import SETTING_FLAGS
 
 _ENV_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 _NUMBER_RE = re.compile(r'^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$')
@@ -75,21 +64,6 @@ def normalize_flag(key):
     if '=' in key:
         raise ValueError("server argument name %r contains '='" % (key,))
     return key.replace('_', '-')
-
-
-def is_secret_flag(flag, value=None):
-    """True when ``flag`` (with or without dashes, any ``_``/``-`` spelling) carries a credential.
-
-    ``watermark-config`` counts only when its value is an inline JSON object.
-    """
-    name = flag.lstrip('-').split('=', 1)[0].replace('_', '-')
-    if name in SECRET_FLAGS:
-        return True
-    if name in SECRET_IF_INLINE_JSON:
-        if value is None or isinstance(value, dict):
-            return True
-        return str(value).lstrip().startswith('{')
-    return False
 
 
 def _format_scalar(value):
@@ -122,7 +96,8 @@ def args_to_argv(mapping, allow_secrets=False):
     - dict -> one compact JSON text (``json-model-override-args``);
     - int/float -> text (``0.88`` -> ``'0.88'``); str -> as is.
 
-    Secret flags (``SECRET_FLAGS``) raise ValueError unless ``allow_secrets``.
+    Flags whose values are secrets (``_secrets.is_secret_flag``) raise ValueError unless
+    ``allow_secrets``.
     Two keys that normalise to the same flag raise ValueError.
     """
     if mapping is None:
@@ -248,65 +223,6 @@ def diff_args(old, new):
         if key not in new_n:
             removed[key] = value
     return {'added': added, 'removed': removed, 'changed': changed, 'unchanged_count': unchanged}
-
-
-def redact_argv(tokens, replacement=REDACTED):
-    """Return a copy of argv tokens with the values of secret flags replaced.
-
-    Also covers abbreviations and misspellings argparse may see, e.g. ``--api-k``
-    or ``--api-keyy``: any long option that is a prefix of a secret flag (at
-    least 5 characters, any length in the ``--x=value`` form, and not itself an SGLang flag
-    such as ``--ssl-keyfile``) or starts with one. Secret flags take one value: only the token right after
-    the flag (or the part after ``=``) is replaced.
-    """
-    tokens = [str(t) for t in tokens]
-    out = list(tokens)
-    for index, token in enumerate(tokens):
-        if not (token.startswith('--') and _is_option(token)):
-            continue
-        name, sep, value = token[2:].partition('=')
-        if sep:
-            # argparse echoes a whole '--x=value' token in its ambiguity message, so a
-            # short prefix of a secret flag counts here too.
-            if _looks_secret(name, value, min_prefix=1):
-                out[index] = '--%s=%s' % (name, replacement)
-            continue
-        if index + 1 < len(tokens):
-            following = tokens[index + 1]
-            if following.startswith('--') and _is_option(following):
-                continue
-            if _looks_secret(name, following):
-                out[index + 1] = replacement
-    return out
-
-
-def secret_values(tokens):
-    """The values of secret flags in argv tokens (see ``redact_argv``), for masking."""
-    tokens = [str(t) for t in tokens]
-    values = []
-    for original, redacted in zip(tokens, redact_argv(tokens)):
-        if original != redacted:
-            if original.startswith('--') and '=' in original:
-                values.append(original.split('=', 1)[1])
-            else:
-                values.append(original)
-    return [v for v in values if v]
-
-
-# Exact SGLang 0.5.23 flags that are prefixes of a secret flag, so not abbreviations of it.
-NOT_SECRET_PREFIXES = ('ssl-keyfile',)
-
-
-def _looks_secret(name, value=None, min_prefix=5):
-    name = name.replace('_', '-')
-    if is_secret_flag(name, value):
-        return True
-    if name in NOT_SECRET_PREFIXES:
-        return False
-    for secret in SECRET_FLAGS + SECRET_IF_INLINE_JSON:
-        if (len(name) >= min_prefix and secret.startswith(name)) or name.startswith(secret):
-            return is_secret_flag(secret, value)
-    return False
 
 
 def systemd_quote(token):
@@ -455,10 +371,12 @@ def flag_from_parser_message(message, resolved=None):
 # NCCL settings of the reference scenario for GPUs linked only through PCIe (8 x RTX PRO 6000 Blackwell,
 # PCIe Gen5, no NVLink): the profile its operators found to work, kept as the PCIe default.
 PCIE_NCCL_PROFILE = (('NCCL_PROTO', 'LL'), ('NCCL_ALGO', 'Ring'))
+# Every spelling of the tensor parallel size, without dashes.
+_TP_FLAGS = frozenset(flag[2:] for flag, name in SETTING_FLAGS.items() if name == 'tp')
 
 
 def nccl_profile(interconnect):
-    """Default NCCL variables for an interconnect (field case C09).
+    """Default NCCL variables for an interconnect (GPUs linked only through PCIe need a tuned profile).
 
     :param interconnect: ``nvlink``, ``pcie``, ``mixed``, ``single`` or ``none`` (host_facts' fact).
     :returns: dict; the PCIe profile for ``pcie`` only, else empty (NVLink needs no tuning here).
@@ -472,7 +390,8 @@ def topology_defaults(args, interconnect, gpu_count):
     - PCIe-only interconnect: ``disable-custom-all-reduce: true`` unless the user set that flag
       (SGLang's custom all-reduce kernel needs peer-to-peer NVLink; on PCIe-only hosts it is the
       reference scenario's choice to disable it). NVLink: nothing added.
-    - No ``tp``/``tp-size`` given and GPUs were seen: ``tp-size`` = number of GPUs.
+    - No tensor parallel size given (``tp-size`` or any alias SGLang accepts: ``tp``,
+      ``tensor-parallel-size``) and GPUs were seen: ``tp-size`` = number of GPUs.
 
     :param args: mapping of server arguments (keys with dashes or underscores).
     :param interconnect: as :func:`nccl_profile`.
@@ -483,6 +402,6 @@ def topology_defaults(args, interconnect, gpu_count):
     keys = set(normalize_flag(key) for key in result)
     if interconnect == 'pcie' and 'disable-custom-all-reduce' not in keys:
         result['disable-custom-all-reduce'] = True
-    if not keys & set(['tp', 'tp-size']) and int(gpu_count or 0) > 0:
+    if not keys & _TP_FLAGS and int(gpu_count or 0) > 0:
         result['tp-size'] = int(gpu_count)
     return result

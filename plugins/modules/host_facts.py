@@ -551,14 +551,19 @@ ansible_facts:
 
 import os
 import socket
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.six.moves.urllib.request import build_opener
-from ansible_collections.inferops.sglang.plugins.module_utils import _host
-from ansible_collections.inferops.sglang.plugins.module_utils._sglang_process import discover
+from ansible_collections.inferops.sglang.plugins.module_utils import _http
+from ansible_collections.inferops.sglang.plugins.module_utils import (
+    _cuda_toolkit,
+    _host_init,
+    _nvidia_smi,
+    _procfs,
+    _python_probe,
+    _supervisors,
+)
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process.discovery import discover
 
 C_ENV = {'LANG': 'C', 'LC_ALL': 'C'}
 COMMAND_TIMEOUT = 120
@@ -594,12 +599,12 @@ class HostFacts(object):
     @property
     def processes(self):
         if self._processes is None:
-            self._processes = _host.list_processes(PROC)
+            self._processes = _procfs.list_processes(PROC)
         return self._processes
 
     # ---- init -------------------------------------------------------------------------------
     def init_facts(self):
-        init = _host.detect_init(PROC, RUN)
+        init = _host_init.detect_init(PROC, RUN)
         if init['pid1'] is None:
             self.module.warn('Cannot read /proc/1/comm; init.system is reported as "other".')
         version = None
@@ -607,10 +612,10 @@ class HostFacts(object):
         if systemctl:
             rc, out, dummy = self.run([systemctl, '--version'])
             if rc == 0:
-                version = _host.parse_systemctl_version(out)
+                version = _host_init.parse_systemctl_version(out)
         init['systemd_version'] = version
-        init['container'] = _host.detect_container(PROC, RUN, '/')
-        init['cron_running'] = _host.cron_running(self.processes)
+        init['container'] = _host_init.detect_container(PROC, RUN, '/')
+        init['cron_running'] = _host_init.cron_running(self.processes)
         return init
 
     # ---- python -----------------------------------------------------------------------------
@@ -645,8 +650,8 @@ class HostFacts(object):
             self.module.warn('Python interpreter %s does not exist or is not executable.' % python)
             return facts
         facts['exists'] = True
-        rc, out, err = self.run([path, '-c', _host.PYTHON_PROBE], cwd='/')
-        probe = _host.parse_python_probe(out)
+        rc, out, err = self.run([path, '-c', _python_probe.PYTHON_PROBE], cwd='/')
+        probe = _python_probe.parse_python_probe(out)
         if probe is None:
             self.module.warn('Running %s failed (rc=%s): %s' % (python, rc, (err or out).strip()[-500:]))
             return facts
@@ -668,7 +673,7 @@ class HostFacts(object):
             sc['is_link'] = os.path.islink(sc_path)
         if probe.get('stdlib'):
             sc['candidate'] = os.path.join(probe['stdlib'], 'sitecustomize.py')
-        sc['error'] = _host.sitecustomize_error(err)
+        sc['error'] = _python_probe.sitecustomize_error(err)
         if sc['error']:
             self.module.warn('%s cannot import its sitecustomize: %s' % (python, sc['error']))
         return facts
@@ -691,60 +696,59 @@ class HostFacts(object):
             return facts
         facts['nvidia_smi'] = smi
 
-        fields = list(_host.QUERY_GPU_FIELDS)
-        rc, out, err = self.run([smi, '--query-gpu=' + ','.join(fields), '--format=csv,noheader,nounits'])
+        fields = list(_nvidia_smi.QUERY_GPU_FIELDS)
+        rc, out, err = self.run([smi] + _nvidia_smi.query_gpu_args(fields))
         if rc != 0 and 'compute_cap' in (out + err):
             # drivers older than ~510 do not know compute_cap
             fields.remove('compute_cap')
-            rc, out, err = self.run([smi, '--query-gpu=' + ','.join(fields), '--format=csv,noheader,nounits'])
+            rc, out, err = self.run([smi] + _nvidia_smi.query_gpu_args(fields))
         if rc != 0:
             self.module.warn('%s failed (rc=%s): %s; no GPU facts.'
-                             % (smi, rc, _host.smi_failure_message(out + '\n' + err)))
+                             % (smi, rc, _nvidia_smi.smi_failure_message(out + '\n' + err)))
             return facts
-        gpus = _host.parse_query_gpu(out, fields)
+        gpus = _nvidia_smi.parse_query_gpu(out, fields)
         if not gpus:
-            self.module.warn('%s lists no GPU: %s' % (smi, _host.smi_failure_message(out + '\n' + err)))
+            self.module.warn('%s lists no GPU: %s' % (smi, _nvidia_smi.smi_failure_message(out + '\n' + err)))
             return facts
         facts['gpus'] = gpus
         facts['gpu_count'] = len(gpus)
         facts['driver_version'] = gpus[0].get('driver_version')
 
         rc, out, err = self.run([smi])
-        cuda = _host.parse_cuda_version_from_smi(out) if rc == 0 else None
+        cuda = _nvidia_smi.parse_cuda_version_from_smi(out) if rc == 0 else None
         if facts['driver_version'] is None and rc == 0:
-            facts['driver_version'] = _host.parse_driver_version_from_smi(out)
+            facts['driver_version'] = _nvidia_smi.parse_driver_version_from_smi(out)
         if cuda is None:
             rc, out, err = self.run([smi, '-q'])
             if rc == 0:
-                cuda = _host.parse_cuda_version_from_smi(out)
+                cuda = _nvidia_smi.parse_cuda_version_from_smi(out)
                 if facts['driver_version'] is None:
-                    facts['driver_version'] = _host.parse_driver_version_from_smi(out)
+                    facts['driver_version'] = _nvidia_smi.parse_driver_version_from_smi(out)
         facts['cuda_driver_version'] = cuda
 
         facts['topology'], facts['interconnect'] = self.topology(smi, len(gpus))
 
-        rc, out, err = self.run([smi, '--query-compute-apps=' + ','.join(_host.COMPUTE_APPS_FIELDS),
-                                 '--format=csv,noheader,nounits'])
+        rc, out, err = self.run([smi] + _nvidia_smi.compute_apps_args())
         if rc == 0:
-            facts['gpu_processes'] = _host.parse_compute_apps(out)
+            facts['gpu_processes'] = _nvidia_smi.parse_compute_apps(out)
         else:
-            self.module.warn('%s --query-compute-apps failed: %s' % (smi, _host.smi_failure_message(out + '\n' + err)))
+            self.module.warn('%s --query-compute-apps failed: %s' % (smi, _nvidia_smi.smi_failure_message(out + '\n' + err)))
         return facts
 
     def topology(self, smi, gpu_count):
         rc, out, err = self.run([smi, 'topo', '-m'])
         matrix, interconnect = ({}, 'none')
         if rc == 0:
-            matrix, interconnect = _host.parse_topology(out)
+            matrix, interconnect = _nvidia_smi.parse_topology(out)
         if gpu_count == 1:
             return matrix, 'single'
         if rc == 0 and len(matrix) == gpu_count:
             return matrix, interconnect
-        reason = ('rc=%s: %s' % (rc, _host.smi_failure_message(out + '\n' + err)) if rc != 0
+        reason = ('rc=%s: %s' % (rc, _nvidia_smi.smi_failure_message(out + '\n' + err)) if rc != 0
                   else 'it lists %d GPUs, --query-gpu %d' % (len(matrix), gpu_count))
         rc2, out2, dummy = self.run([smi, 'nvlink', '-s'])
         if rc2 == 0:
-            guess = _host.interconnect_from_nvlink_status(_host.parse_nvlink_status(out2), gpu_count)
+            guess = _nvidia_smi.interconnect_from_nvlink_status(_nvidia_smi.parse_nvlink_status(out2), gpu_count)
             self.module.warn('%s topo -m is unusable (%s); interconnect "%s" comes from nvlink -s.'
                              % (smi, reason, guess))
             return matrix, guess
@@ -757,18 +761,18 @@ class HostFacts(object):
         def nvcc_version(nvcc):
             rc, out, dummy = self.run([nvcc, '--version'])
             return out if rc == 0 else ''
-        toolkits = _host.inspect_cuda_toolkits(roots, nvcc_version)
-        return {'toolkits': toolkits, 'home': _host.choose_cuda_home(toolkits)}
+        toolkits = _cuda_toolkit.inspect_cuda_toolkits(roots, nvcc_version)
+        return {'toolkits': toolkits, 'home': _cuda_toolkit.choose_cuda_home(toolkits)}
 
     # ---- sockets ----------------------------------------------------------------------------
     def listeners(self):
         listeners = []
         for name, ipv6 in (('tcp', False), ('tcp6', True)):
-            text = _host.read_text(os.path.join(PROC, 'net', name))
+            text = _procfs.read_text(os.path.join(PROC, 'net', name))
             if text is not None:
-                listeners.extend(_host.parse_proc_net_tcp(text, ipv6))
+                listeners.extend(_procfs.parse_proc_net_tcp(text, ipv6))
         wanted = set(entry['inode'] for entry in listeners if entry['inode'])
-        owners = _host.map_socket_inodes(PROC, wanted)
+        owners = _procfs.map_socket_inodes(PROC, wanted)
         comms = dict((p['pid'], p['comm']) for p in self.processes)
         for entry in listeners:
             entry['pid'] = owners.get(entry['inode'])
@@ -780,7 +784,7 @@ class HostFacts(object):
     def units(self, init_system, pattern):
         if init_system != 'systemd':
             return []
-        units = _host.find_unit_files(UNIT_DIRS, pattern)
+        units = _supervisors.find_unit_files(UNIT_DIRS, pattern)
         names = []
         for unit in units:
             if '@.' not in unit['name'] and unit['name'] not in names:
@@ -788,7 +792,7 @@ class HostFacts(object):
         systemctl = self.module.get_bin_path('systemctl')
         if systemctl and names:
             rc, out, dummy = self.run([systemctl, 'show', '--property=Id,ActiveState'] + names)
-            blocks = _host.parse_systemctl_show(out) if rc == 0 else []
+            blocks = _supervisors.parse_systemctl_show_units(out) if rc == 0 else []
             if len(blocks) == len(names):
                 states = dict(zip(names, (b.get('ActiveState') for b in blocks)))
                 for unit in units:
@@ -798,24 +802,24 @@ class HostFacts(object):
 
     def supervisor(self, unit_glob):
         pattern = unit_glob[:-len('.service')] if unit_glob.endswith('.service') else unit_glob
-        configs = _host.find_supervisor_configs(ETC)
+        configs = _supervisors.find_supervisor_configs(ETC)
         programs = []
         for path in configs:
-            for name in _host.parse_supervisor_programs(_host.read_text(path, ''), pattern):
+            for name in _supervisors.parse_supervisor_programs(_procfs.read_text(path, ''), pattern):
                 if name not in programs:
                     programs.append(name)
         main_files = (os.path.join(ETC, 'supervisord.conf'), os.path.join(ETC, 'supervisor', 'supervisord.conf'))
         main_conf = any(os.path.isfile(path) for path in main_files)
         return {
             'installed': bool(self.module.get_bin_path('supervisord')) or main_conf,
-            'running': _host.supervisord_running(self.processes),
+            'running': _host_init.supervisord_running(self.processes),
             'config_files': configs,
             'programs': programs,
         }
 
 
 def server_facts(module, unit):
-    """The SGLang servers running now (see module_utils._sglang_process.discover)."""
+    """The SGLang servers running now (see module_utils._server_process.discovery.discover)."""
     try:
         found = discover(unit=unit, include_gpu_holders=False)
     except Exception as exc:  # pylint: disable=broad-except
@@ -825,32 +829,24 @@ def server_facts(module, unit):
 
 
 def probe_endpoint(host, port, timeout):
-    """TCP connect to host:port, then GET /health.
+    """TCP connect to host:port, then GET /health (a wildcard host is probed on loopback, see _http.probe_host).
 
     :returns: dict with ``host``, ``port``, ``listening`` (bool), ``health_status`` (HTTP status, or
         None when there was no HTTP answer), ``seconds`` (float, how long /health took) and ``error``.
     """
-    probe_host = '127.0.0.1' if host in ('', '0.0.0.0') else ('::1' if host == '::' else host)
     result = {'host': host, 'port': port, 'listening': False, 'health_status': None,
               'seconds': None, 'error': None}
     try:
-        sock = socket.create_connection((probe_host, port), timeout=min(timeout, 5))
+        sock = socket.create_connection((_http.probe_host(host), port), timeout=min(timeout, 5))
         sock.close()
         result['listening'] = True
     except (OSError, socket.error) as exc:
         result['error'] = to_native(exc)
         return result
-    url = 'http://%s:%d/health' % ('[%s]' % probe_host if ':' in probe_host else probe_host, port)
-    started = time.time()
-    try:
-        # The default urllib opener, exactly what the standard library's one-call helper uses.
-        response = build_opener().open(url, timeout=timeout)
-        result['health_status'] = response.getcode()
-    except HTTPError as exc:
-        result['health_status'] = exc.code
-    except (URLError, OSError, socket.error) as exc:
-        result['error'] = to_native(exc)
-    result['seconds'] = round(time.time() - started, 3)
+    answer = _http.request(_http.base_url(host, port) + '/health', timeout=timeout)
+    result['health_status'] = answer.status
+    result['error'] = answer.error
+    result['seconds'] = round(answer.elapsed, 3)
     return result
 
 

@@ -31,7 +31,8 @@ description:
   - When the parser rejects the command line the module fails, naming the offending flag and quoting the
     parser's message verbatim.
   - The values of secret flags (C(--api-key), C(--admin-api-key), C(--ssl-keyfile-password), an inline JSON
-    C(--watermark-config)) are never echoed in messages or return values. The module does not log its
+    C(--watermark-config), any flag named with key, token, secret or password; the rule of the
+    P(inferops.sglang.secret_flags#filter) filter) are never echoed in messages or return values. The module does not log its
     invocation to the target's syslog, because O(args) may hold such values.
   - Read-only; never reports a change.
 author:
@@ -226,13 +227,15 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
-    NOT_SECRET_PREFIXES,
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import (
+    ABBREVIATION_MIN,
+    NOT_SECRET_FLAGS,
+    SECRET_FLAG_WORDS,
     SECRET_FLAGS,
     SECRET_IF_INLINE_JSON,
-    flag_from_parser_message,
     secret_values,
 )
+from ansible_collections.inferops.sglang.plugins.module_utils._server_args import flag_from_parser_message
 
 PARSER_NAME = 'sglang.srt.server_args.ServerArgs.add_cli_args'
 RESULT_MARK = '@@INFEROPS_SERVER_ARGS_CHECK@@'
@@ -292,31 +295,48 @@ except BaseException as exc:
 secrets = tuple(req.get("secret_flags", ()))
 maybe_secrets = tuple(req.get("secret_if_inline_json", ()))
 not_secret = tuple(req.get("not_secret", ()))
+secret_words = frozenset(req.get("secret_words", ()))
+abbreviation_min = int(req.get("abbreviation_min", 5))
 
 
-def _secret_name(name, value, min_prefix=5):
-    name = name.lstrip("-").replace("_", "-")
+# The rule of module_utils/_secrets.py (is_secret_flag, secret_values), copied: this program runs in
+# the SGLang interpreter, which cannot import the collection's module_utils, so the rule's data comes
+# in the request. The names differ from the originals on purpose: one name, one function.
+def _inline_json(value):
+    return value is None or value.lstrip().startswith("{")
+
+
+def _masked_flag(name, value, min_prefix=None):
+    if min_prefix is None:
+        min_prefix = abbreviation_min
+    name = name.lstrip("-").split("=", 1)[0].replace("_", "-").lower()
+    if not name:
+        return False
+    if name in secrets:
+        return True
+    if name in maybe_secrets:
+        return _inline_json(value)
     if name in not_secret:
         return False
+    if secret_words.intersection(name.split("-")):
+        return True
     for s in secrets + maybe_secrets:
-        if name == s or (len(name) >= min_prefix and s.startswith(name)) or name.startswith(s):
-            if s in maybe_secrets:
-                return value is None or value.lstrip().startswith("{")
-            return True
+        if (len(name) >= min_prefix and s.startswith(name)) or name.startswith(s):
+            return s not in maybe_secrets or _inline_json(value)
     return False
 
 
-def _secret_values(tokens):
+def _values_to_mask(tokens):
     found = []
     for i, tok in enumerate(tokens):
         if not tok.startswith("--"):
             continue
         name, sep, value = tok.partition("=")
         if sep:
-            if value and _secret_name(name, value, 1):
+            if value and _masked_flag(name, value, 1):
                 found.append(value)
         elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
-            if _secret_name(name, tokens[i + 1]) and tokens[i + 1]:
+            if _masked_flag(name, tokens[i + 1]) and tokens[i + 1]:
                 found.append(tokens[i + 1])
     return sorted(set(found), key=len, reverse=True)
 
@@ -348,7 +368,7 @@ def _exit(status=0, message=None):
 
 
 argv = [str(a) for a in req.get("args", [])]
-masked = _secret_values(argv)
+masked = _values_to_mask(argv)
 
 
 def _mask(text):
@@ -379,7 +399,7 @@ try:
         try:
             from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
             argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
-            masked = _secret_values(argv)
+            masked = _values_to_mask(argv)
         except (_Rejected, _Exited):
             raise
         except Exception as exc:
@@ -485,7 +505,9 @@ def main():
         timeout=module.params['timeout'],
         secret_flags=list(SECRET_FLAGS),
         secret_if_inline_json=list(SECRET_IF_INLINE_JSON),
-        not_secret=list(NOT_SECRET_PREFIXES),
+        not_secret=list(NOT_SECRET_FLAGS),
+        secret_words=sorted(SECRET_FLAG_WORDS),
+        abbreviation_min=ABBREVIATION_MIN,
     )
     environ = dict(LANG='C', LC_ALL='C', PYTHONUNBUFFERED='1')
     for key, value in (module.params['environment'] or {}).items():

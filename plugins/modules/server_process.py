@@ -32,7 +32,7 @@ description:
     --query-gpu=index,memory.used --format=csv,noheader,nounits) uses less than O(gpu_memory_threshold_mib).
     Without C(nvidia-smi), it waits until no process holds a file matching O(gpu_device_glob), apart from
     those that already held one before the stop and were left alone. With O(wait_port_free), it then waits
-    until each stopped server's port can be bound on its host. O(gpu_release_timeout) bounds each wait.
+    until each stopped server's port can be bound on its host. O(release_timeout) bounds each wait.
   - After the stop it scans again. SGLang's shutdown can orphan a worker it was just spawning; such orphans
     are stopped too (at most two more rounds). A stray server seen again - restarted by a shell loop or a
     supervisor that is its parent - is a failure that names the parent; so is one seen by a last scan
@@ -54,39 +54,6 @@ options:
     type: str
     choices: [absent]
     default: absent
-  port:
-    description:
-      - Only stop servers listening on this port (from their C(--port), C(--port=N) or C(--config) file; SGLang's
-        default is 30000).
-      - Orphaned entries have no known port and are always stopped - a group of orphans cannot serve anything
-        and holds GPU memory any new server needs. Use O(exclude_pids) to spare them.
-    type: int
-  unit:
-    description:
-      - The systemd unit that runs the server for good. Processes in this unit's cgroup are managed and never
-        stopped.
-      - A name without a unit type suffix gets C(.service).
-    type: str
-    default: sglang.service
-  exclude_pids:
-    description:
-      - Processes never to signal, with their descendants. A server whose main process is excluded is left
-        alone entirely.
-    type: list
-    elements: int
-    default: []
-  include_gpu_holders:
-    description:
-      - Also stop processes holding a device file matching O(gpu_device_glob) that share a stray server's cgroup
-        or process group (see M(inferops.sglang.server_process_info)). Descendants of a stray server are stopped
-        either way; unrelated holders never are.
-    type: bool
-    default: true
-  gpu_device_glob:
-    description:
-      - Shell pattern of the device files that mean "uses a GPU" (C(*) also matches C(/)).
-    type: str
-    default: /dev/nvidia*
   grace_period:
     description:
       - Seconds to wait after SIGTERM for all the processes to exit before SIGKILL.
@@ -104,9 +71,10 @@ options:
       - After the processes are gone, wait until the GPUs are released (see the description).
     type: bool
     default: true
-  gpu_release_timeout:
+  release_timeout:
     description:
-      - Seconds to wait for the GPUs to be released, and then again for the ports to be free.
+      - Seconds to wait until the stopped tree's GPUs and port are free. It bounds the GPU release wait
+        (O(wait_gpu_release)) and then, again, the port wait (O(wait_port_free)).
       - The driver frees the memory of a large model some seconds after its process ended.
     type: float
     default: 120
@@ -133,6 +101,7 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
+  - inferops.sglang._server_process
   - inferops.sglang._attributes
   - inferops.sglang._attributes.platform_linux_proc
 attributes:
@@ -293,38 +262,23 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.sglang.plugins.module_utils._sglang_process import (
-    DEFAULT_GPU_DEVICE_GLOB,
-    DEFAULT_UNIT,
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process.module import (
+    NON_NEGATIVE_OPTIONS,
+    NVIDIA_SMI_DEFAULT,
     ModuleFailure,
     absent,
+    stop_argument_spec,
 )
-
-NVIDIA_SMI_DEFAULT = 'nvidia-smi'
 
 
 def argument_spec():
-    return dict(
-        state=dict(type='str', choices=['absent'], default='absent'),
-        port=dict(type='int'),
-        unit=dict(type='str', default=DEFAULT_UNIT),
-        exclude_pids=dict(type='list', elements='int', default=[]),
-        include_gpu_holders=dict(type='bool', default=True),
-        gpu_device_glob=dict(type='str', default=DEFAULT_GPU_DEVICE_GLOB),
-        grace_period=dict(type='float', default=60),
-        kill_timeout=dict(type='float', default=30),
-        wait_gpu_release=dict(type='bool', default=True),
-        gpu_release_timeout=dict(type='float', default=120),
-        gpu_memory_threshold_mib=dict(type='int', default=1024),
-        nvidia_smi=dict(type='str', default=NVIDIA_SMI_DEFAULT),
-        wait_port_free=dict(type='bool', default=True),
-    )
+    return stop_argument_spec()
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
-    for name in ('grace_period', 'kill_timeout', 'gpu_release_timeout', 'gpu_memory_threshold_mib'):
+    for name in NON_NEGATIVE_OPTIONS:
         if params[name] < 0:
             module.fail_json(msg='%s must not be negative (got %s)' % (name, params[name]))
 

@@ -34,27 +34,35 @@ description:
     multiprocessing resource tracker), except a C(sglang::router).
   - B(Orphans) are processes still titled C(sglang::*) or C(sgl_diffusion::*) (not the router) that no
     server claims and that were re-parented (their parent is PID 1, or a subreaper - a spawn child keeps
-    its launcher's process group, a subreaper has its own). This is field case C01 (data-parallel
-    schedulers left behind when the launcher and controller were killed). Orphans of one process group
+    its launcher's process group, a subreaper has its own) - for example the data-parallel schedulers left
+    behind when the launcher and its controller were killed. Orphans of one process group
     form one group; it is attached to a live server sharing a GPU device with it, else its process group,
     else its (specific) cgroup, when exactly one server qualifies; otherwise it is its own server entry
     with RV(servers[].orphaned=true) and RV(servers[].main_pid) its lowest pid. A C(sglang::) process whose
     live parent shares its process group and is not a server (the in-process engine of a benchmark client,
     say) is left alone and listed in RV(ignored).
   - B(GPU holders) (O(include_gpu_holders)) are found by reading the C(/proc/<pid>/fd) links of every
-    process against O(gpu_device_glob) (field case C02). A holder outside every server joins a B(stray)
+    process against O(gpu_device_glob) - for example a child of a stray server that is not titled
+    C(sglang::) but holds a GPU. A holder outside every server joins a B(stray)
     server when it shares the server's cgroup (not a shared one such as the root cgroup, a slice,
     C(init.scope) or a login C(session-N.scope)) or its process group (one led by a server member, or
     whose leader is gone). A holder inside a client's or the router's process tree never joins. Any other
     holder is reported in RV(gpu_holders_unrelated) and never stopped.
+  - B(Listeners) - with O(port), RV(listeners) lists every process listening on that TCP port in this network
+    namespace, with the server it belongs to, so that a program that is not SGLang listening on the port is
+    found before a server is started there.
   - B(Managed) means some process of the server runs in O(unit)'s cgroup, read from C(/proc/<pid>/cgroup)
     (the unified C(0::) line or the cgroup v1 C(name=systemd) line, where the unit is one component of the
     path, also behind a container prefix such as C(/docker/<id>/system.slice/sglang.service)).
   - B(Secrets never reach the output). In RV(servers[].env) the values of variables whose name matches
     C(KEY), C(TOKEN), C(SECRET), C(PASSWORD) or C(CREDENTIAL) (any case) are replaced by C(********); in
-    every argv the value of a flag that has one of the words key, token, secret, password, passwd,
-    credential(s) in its name (C(--api-key), C(--hf-token=...)) is replaced too. The names hidden are
-    listed in RV(servers[].redacted_env) and RV(servers[].redacted_args).
+    every argv the value of a secret flag is replaced too - the credentials of SGLang and the sglang-router
+    (C(--api-key), C(--admin-api-key), C(--ssl-keyfile-password), C(--control-plane-api-keys),
+    C(--oracle-password), C(--postgres-db-url), C(--redis-url), an inline JSON C(--watermark-config)),
+    abbreviations of them argparse would accept (C(--api-k)), and any flag with one of the words key, token,
+    secret, password, passwd, credential(s) in its name (C(--hf-token=...)) except SGLang flags such as
+    C(--ssl-keyfile) and C(--speculative-token-map). The same rule is the P(inferops.sglang.secret_flags#filter)
+    filter. The names hidden are listed in RV(servers[].redacted_env) and RV(servers[].redacted_args).
   - Facts about SGLang used here come from sgl-project/sglang 0.5.23 - C(python/sglang/launch_server.py),
     C(python/sglang/cli/main.py) and C(cli/serve.py) (C(sglang serve)),
     C(python/sglang/srt/managers/scheduler.py), C(detokenizer_manager.py),
@@ -63,47 +71,9 @@ description:
     C(scripts/killall_sglang.sh) and C(python/sglang/cli/killall.py) (SGLang's own, much broader, match).
 author:
   - inferops.sglang developers (@inferops)
-options:
-  port:
-    description:
-      - Only report servers listening on this port (from their C(--port), C(--port=N) or C(--config) file;
-        SGLang's default is 30000).
-      - Orphaned entries have no known port and are always reported; an orphan group attached to a server
-        follows that server.
-      - Also fills RV(listeners) with every process listening on this TCP port (field case C07 - a port
-        held by something that is not SGLang).
-    type: int
-  unit:
-    description:
-      - The systemd unit that runs the server for good. Processes in this unit's cgroup are managed, never
-        stray.
-      - A name without a unit type suffix gets C(.service).
-    type: str
-    default: sglang.service
-  exclude_pids:
-    description:
-      - Processes to leave alone, with their descendants. A server whose main process is excluded is not
-        reported (it is listed in RV(ignored)).
-    type: list
-    elements: int
-    default: []
-  include_gpu_holders:
-    description:
-      - Scan the open files of every process for O(gpu_device_glob) to find GPU holders related to a stray
-        server, and report the unrelated ones.
-      - The same default as M(inferops.sglang.server_process), so that both report the same strays.
-      - The devices held by server members (RV(servers[].gpu_devices)) are reported either way.
-    type: bool
-    default: true
-  gpu_device_glob:
-    description:
-      - Shell pattern of the device files that mean "uses a GPU" when a process has one open; C(*) also
-        matches C(/), so the default covers C(/dev/nvidia-caps/*) too.
-      - Only files whose name is C(nvidia<N>), C(renderD<N>) or C(card<N>) identify one GPU (used to attach
-        orphans to the server on the same GPU); C(/dev/nvidiactl) and C(/dev/nvidia-uvm) do not.
-    type: str
-    default: /dev/nvidia*
+options: {}
 extends_documentation_fragment:
+  - inferops.sglang._server_process
   - inferops.sglang._attributes
   - inferops.sglang._attributes.info_module
   - inferops.sglang._attributes.platform_linux_proc
@@ -137,7 +107,7 @@ EXAMPLES = r'''
     unit: sglang.service
   register: hand_started
 
-- name: Pre-flight for field case C07 - something that is not SGLang holds the port
+- name: Pre-flight - a program that is not SGLang must not listen on the port
   ansible.builtin.assert:
     that: hand_started.listeners | selectattr('server_main_pid', 'none') | list | length == 0
     fail_msg: >-
@@ -385,21 +355,14 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.sglang.plugins.module_utils._sglang_process import (
-    DEFAULT_GPU_DEVICE_GLOB,
-    DEFAULT_UNIT,
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process.module import (
     info,
+    shared_argument_spec,
 )
 
 
 def argument_spec():
-    return dict(
-        port=dict(type='int'),
-        unit=dict(type='str', default=DEFAULT_UNIT),
-        exclude_pids=dict(type='list', elements='int', default=[]),
-        include_gpu_holders=dict(type='bool', default=True),
-        gpu_device_glob=dict(type='str', default=DEFAULT_GPU_DEVICE_GLOB),
-    )
+    return shared_argument_spec()
 
 
 def main():

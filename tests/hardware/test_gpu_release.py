@@ -74,7 +74,7 @@ def test_scheduler_titled_gpu_holder_is_stopped_and_release_waited_for():
         assert held >= baseline + 4000, "the holder did not show up in nvidia-smi"
 
         info = run_module({"state": "absent", "grace_period": 10, "wait_gpu_release": True,
-                           "gpu_release_timeout": 120, "gpu_memory_threshold_mib": baseline + 1024})
+                           "release_timeout": 120, "gpu_memory_threshold_mib": baseline + 1024})
         print(json.dumps({k: info.get(k) for k in ("changed", "stopped", "gpu_release", "msg")}, indent=2))
         assert info["changed"] is True, info
         stopped = {entry["pid"]: entry for entry in info["stopped"]}

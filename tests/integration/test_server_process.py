@@ -304,7 +304,7 @@ def scenario_reference(host):
                                    check=True, diff=True)
     report['alive_after_check'] = host.alive_of(all_stray)
     report['stop'] = host.ansible('server_process', {'gpu_device_glob': host.workdir + '/gpu-*/*',
-                                                     'grace_period': 15, 'gpu_release_timeout': 15}, diff=True)
+                                                     'grace_period': 15, 'release_timeout': 15}, diff=True)
     report['alive_after_stop'] = host.alive_of(all_stray)
     report['decoys_alive'] = dict((name, host.alive(pid)) for name, pid in report['decoys'].items())
     report['again'] = host.ansible('server_process', {'gpu_device_glob': host.workdir + '/gpu-*/*'})
@@ -408,7 +408,7 @@ def scenario_c02_gpu_holder(host):
     report = {'main': main, 'tree': tree, 'holder': holder, 'other': other.pid}
     glob_ = host.workdir + '/gpu-*/*'
     report['stop'] = host.ansible('server_process', {'gpu_device_glob': glob_, 'grace_period': 5,
-                                                     'nvidia_smi': fake_smi, 'gpu_release_timeout': 20})
+                                                     'nvidia_smi': fake_smi, 'release_timeout': 20})
     report['alive_after_stop'] = host.alive_of(tree)
     report['other_alive'] = host.alive(other.pid)
     return report

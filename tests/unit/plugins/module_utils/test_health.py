@@ -7,24 +7,6 @@ import pytest
 from ansible_collections.inferops.sglang.plugins.module_utils import _health
 
 
-def test_parse_systemctl_show():
-    props = _health.parse_systemctl_show("ActiveState=active\nSubState=running\nMainPID=42\nNRestarts=0\nResult=success\n")
-    assert props == {"ActiveState": "active", "SubState": "running", "MainPID": 42, "NRestarts": 0, "Result": "success"}
-
-
-@pytest.mark.parametrize("line, state, pid", [
-    ("sglang                           RUNNING   pid 123, uptime 0:00:12", "RUNNING", 123),
-    ("sglang                           STARTING  ", "STARTING", None),
-    ("sglang                           BACKOFF   Exited too quickly (process log may have details)", "BACKOFF", None),
-    ("sglang                           FATAL     Exited too quickly (process log may have details)", "FATAL", None),
-    ("sglang: ERROR (no such process)", "ERROR", None),
-    ("", "UNKNOWN", None),
-])
-def test_parse_supervisorctl_status(line, state, pid):
-    status = _health.parse_supervisorctl_status(line)
-    assert status["state"] == state and status["pid"] == pid
-
-
 BASE = {"ActiveState": "active", "SubState": "running", "MainPID": 100, "NRestarts": 0}
 
 
@@ -89,10 +71,3 @@ def test_chat_request_is_small_and_deterministic():
 ])
 def test_check_chat_response(status, body, ok):
     assert _health.check_chat_response(status, body)[0] is ok
-
-
-def test_next_phase():
-    assert _health.next_phase("tcp", True) == "health"
-    assert _health.next_phase("health", False) == "health"
-    assert _health.next_phase("smoke", True) == "ready"
-    assert _health.next_phase("ready", True) == "ready"

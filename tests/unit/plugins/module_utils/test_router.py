@@ -89,13 +89,13 @@ def test_parse_load_rejects(body):
     ('absent', {'url': 'u'}, 'remove'),
     ('absent', None, 'none'),
 ])
-def test_plan(state, listed, expected):
-    assert r.plan(state, listed) == expected
+def test_worker_action(state, listed, expected):
+    assert r.worker_action(state, listed) == expected
 
 
-def test_plan_rejects_state():
+def test_worker_action_rejects_state():
     with pytest.raises(ValueError):
-        r.plan('drained', None)
+        r.worker_action('drained', None)
 
 
 @pytest.mark.parametrize('state, worker, expected', [

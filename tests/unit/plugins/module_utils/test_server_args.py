@@ -12,18 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import SECRET_FLAGS, is_secret_flag
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
-    REDACTED,
-    SECRET_FLAGS,
     args_to_argv,
     argv_to_args,
     diff_args,
     environment_file_line,
     flag_from_parser_message,
-    is_secret_flag,
     normalize_flag,
-    redact_argv,
-    secret_values,
     systemd_command_line,
     systemd_quote,
 )
@@ -164,21 +160,6 @@ def test_watermark_config_secret_only_inline(value, secret):
         assert args_to_argv({'watermark-config': value}) == ['--watermark-config', value]
 
 
-@pytest.mark.parametrize('flag, secret', [
-    ('api-key', True),
-    ('--api-key', True),
-    ('--api_key', True),
-    ('--api-key=x', True),
-    ('admin-api-key', True),
-    ('ssl-keyfile-password', True),
-    ('ssl-keyfile', False),
-    ('model-path', False),
-    ('max-total-tokens', False),
-])
-def test_is_secret_flag(flag, secret):
-    assert is_secret_flag(flag) is secret
-
-
 # --- argv_to_args -----------------------------------------------------------------------
 
 def test_argv_to_args_reference():
@@ -260,32 +241,6 @@ def test_diff_reference_against_corrected():
 ])
 def test_diff_args(old, new, expected):
     assert diff_args(old, new) == expected
-
-
-# --- redaction -------------------------------------------------------------------------------
-
-@pytest.mark.parametrize('tokens, expected', [
-    (['--api-key', 'k1', '--tp', '8'], ['--api-key', REDACTED, '--tp', '8']),
-    (['--api-key=k1'], ['--api-key=' + REDACTED]),
-    (['--admin-api-key', 'k2'], ['--admin-api-key', REDACTED]),
-    (['--api-k', 'k3'], ['--api-k', REDACTED]),        # argparse abbreviation
-    (['--api-keyy', 'k4'], ['--api-keyy', REDACTED]),  # misspelling argparse would report
-    (['--ssl-keyfile-password', 'p'], ['--ssl-keyfile-password', REDACTED]),
-    (['--ssl-keyfile', '/k.pem'], ['--ssl-keyfile', '/k.pem']),
-    (['--watermark-config', '{"key":"w"}'], ['--watermark-config', REDACTED]),
-    (['--watermark-config', '/w.json'], ['--watermark-config', '/w.json']),
-    (['--api', 'x'], ['--api', 'x']),  # too short to count as an abbreviation
-    (['--ap=x'], ['--ap=' + REDACTED]),  # argparse would echo it whole as ambiguous
-    (['--a=x'], ['--a=' + REDACTED]),
-    (['--b=x'], ['--b=x']),
-])
-def test_redact_argv(tokens, expected):
-    assert redact_argv(tokens) == expected
-
-
-def test_secret_values():
-    tokens = ['--model-path', '/m', '--api-key', 'k1', '--admin-api-key=k2', '--api-key', '']
-    assert secret_values(tokens) == ['k1', 'k2']
 
 
 # --- systemd_quote -----------------------------------------------------------------------------
@@ -404,7 +359,7 @@ def test_args_to_argv_output_is_json_for_dicts():
     assert ' ' not in argv[1]
 
 
-# ---- defaults from the host facts (field case C09) ---------------------------------------------
+# ---- defaults from the host facts (GPU interconnect) ---------------------------------------------
 
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (  # noqa: E402
     nccl_profile, topology_defaults)

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.inferops.sglang.plugins.module_utils import _host
+from ansible_collections.inferops.sglang.plugins.module_utils import _host_init, _nvidia_smi
 from ansible_collections.inferops.sglang.plugins.modules import host_facts
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'fixtures', 'nvidia-smi')
@@ -88,8 +88,8 @@ def check_shape(facts):
     assert set(facts['python']) == PYTHON_KEYS
     assert set(facts['python']['sitecustomize']) == SITECUSTOMIZE_KEYS
     assert facts['init']['system'] in ('systemd', 'other')
-    assert facts['init']['container'] in _host.CONTAINER_KINDS
-    assert facts['interconnect'] in _host.INTERCONNECTS
+    assert facts['init']['container'] in _host_init.CONTAINER_KINDS
+    assert facts['interconnect'] in _nvidia_smi.INTERCONNECTS
     assert facts['gpu_count'] == len(facts['gpus'])
     for gpu in facts['gpus']:
         assert set(gpu) == GPU_KEYS
@@ -122,7 +122,7 @@ def test_real_run_on_this_machine():
     assert init['systemd_booted'] == os.path.isdir('/run/systemd/system')
     expected = 'systemd' if (pid1 == 'systemd' and init['systemd_booted']) else 'other'
     assert init['system'] == expected
-    assert init['container'] == _host.detect_container()
+    assert init['container'] == _host_init.detect_container()
     if shutil.which('systemctl'):
         assert isinstance(init['systemd_version'], int)
 

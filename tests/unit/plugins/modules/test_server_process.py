@@ -17,17 +17,34 @@ import pytest
 import yaml
 
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.inferops.sglang.plugins.module_utils import _sglang_process as sp
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process import module as sp_module
 from ansible_collections.inferops.sglang.plugins.modules import server_process, server_process_info
 
-_HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'module_utils', 'test_sglang_process.py')
-_spec = importlib.util.spec_from_file_location('_sglang_process_test_helpers', _HELPERS)
+_HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'module_utils', 'server_process_fakes.py')
+_spec = importlib.util.spec_from_file_location('server_process_fakes', _HELPERS)
 helpers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(helpers)
 
 
+FRAGMENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..', 'plugins', 'doc_fragments',
+                        '_server_process.py')
+
+
+def fragment_options():
+    """The options of the doc fragment inferops.sglang._server_process (both modules extend it)."""
+    spec = importlib.util.spec_from_file_location('_server_process_fragment', FRAGMENT)
+    fragment = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fragment)
+    return yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']
+
+
 def documented_options(module):
-    return yaml.safe_load(module.DOCUMENTATION)['options']
+    """The options as ansible-doc shows them: the module's own, over those of its doc fragment."""
+    doc = yaml.safe_load(module.DOCUMENTATION)
+    assert 'inferops.sglang._server_process' in doc['extends_documentation_fragment']
+    options = fragment_options()
+    options.update(doc.get('options') or {})
+    return options
 
 
 @pytest.mark.parametrize('module', [server_process, server_process_info], ids=['server_process', 'info'])
@@ -66,8 +83,8 @@ def fake_proc(tmp_path, monkeypatch):
     proc = helpers.FakeProc(tmp_path / 'proc')
     proc.add(1, ['/sbin/init'], ppid=0)
     proc.add(os.getpid(), ['python3', 'AnsiballZ_server_process.py'], ppid=1)
-    real = sp.ProcFS
-    monkeypatch.setattr(sp, 'ProcFS', lambda root=None: real(str(proc.root)))
+    real = sp_module.ProcFS
+    monkeypatch.setattr(sp_module, 'ProcFS', lambda root=None: real(str(proc.root)))
     return proc
 
 
@@ -129,7 +146,7 @@ def test_info_module(fake_proc, capsys):
     assert any(i['pid'] == 100 and 'not on port 30001' in i['reason'] for i in out['ignored'])
 
 
-@pytest.mark.parametrize('name', ['grace_period', 'kill_timeout', 'gpu_release_timeout', 'gpu_memory_threshold_mib'])
+@pytest.mark.parametrize('name', ['grace_period', 'kill_timeout', 'release_timeout', 'gpu_memory_threshold_mib'])
 def test_negative_values_fail(fake_proc, capsys, name):
     code, out = run_main(server_process, {name: -1}, capsys)
     assert code == 1 and out['failed'] and name in out['msg']
@@ -137,8 +154,8 @@ def test_negative_values_fail(fake_proc, capsys, name):
 
 def test_failure_goes_through_fail_json(fake_proc, capsys, monkeypatch):
     def failing(*_args, **_kwargs):
-        raise sp.ModuleFailure('GPU memory not released 120 s after the stop: GPU 0 uses 4343 MiB',
-                               {'changed': True, 'stopped': [{'pid': 1}]})
+        raise sp_module.ModuleFailure('GPU memory not released 120 s after the stop: GPU 0 uses 4343 MiB',
+                                      {'changed': True, 'stopped': [{'pid': 1}]})
     monkeypatch.setattr(server_process, 'absent', failing)
     code, out = run_main(server_process, {}, capsys)
     assert code == 1 and out['failed'] is True

@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# PRIVATE: this module_utils is private to the inferops.sglang collection; it can change at any time.
+"""Control groups of processes (``/proc/<pid>/cgroup``) and what they say about systemd units.
+
+Pure functions: the caller reads the file (``_procfs.ProcFS.cgroup``) and passes its entries in.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+
+# cgroup leaves that many unrelated processes share: never evidence that two processes belong together.
+_GENERIC_CGROUP_LEAF_RE = re.compile(r'^(?:init\.scope|session-[^/]*\.scope|user@\d+\.service|[^/]*\.slice)$')
+_UNIT_SUFFIXES = ('.service', '.scope', '.slice', '.socket', '.mount', '.target', '.timer', '.swap', '.path')
+
+
+def parse_cgroup(text):
+    """Parse /proc/<pid>/cgroup (str or bytes) into a list of (hierarchy_id, controllers, path) tuples."""
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', 'replace')
+    entries = []
+    for line in (text or '').splitlines():
+        parts = line.split(':', 2)
+        if len(parts) == 3:
+            entries.append((parts[0], parts[1], parts[2]))
+    return entries
+
+
+def _systemd_cgroup_paths(entries):
+    """The paths systemd tracks units with: the unified (v2) path and the v1 name=systemd path."""
+    return [path for hier, controllers, path in entries
+            if (hier == '0' and controllers == '') or controllers == 'name=systemd']
+
+
+def primary_cgroup(entries):
+    """The cgroup path to report and compare: the most specific of name=systemd (v1) and unified (v2)."""
+    unified = [path for hier, controllers, path in entries if hier == '0' and controllers == '']
+    named = [path for hier, controllers, path in entries if controllers == 'name=systemd']
+    for path in named + unified:
+        if path and path != '/':
+            return path
+    if unified:
+        return unified[0]
+    if named:
+        return named[0]
+    return entries[0][2] if entries else None
+
+
+def normalize_unit(unit):
+    """'sglang' -> 'sglang.service'; names with a unit type suffix are kept."""
+    unit = (unit or '').strip()
+    if unit and not unit.endswith(_UNIT_SUFFIXES):
+        unit += '.service'
+    return unit
+
+
+def cgroup_in_unit(entries, unit):
+    """True when a process with these /proc/<pid>/cgroup entries runs under systemd unit ``unit``.
+
+    systemd puts a unit's processes in a cgroup whose path ends in ``/<unit>`` (``0::/system.slice/
+    sglang.service``; cgroup v1: ``1:name=systemd:/system.slice/sglang.service``), or below it when
+    the unit delegates (``.../sglang.service/payload``). Inside a container that sees the host's
+    cgroup namespace the path has a prefix (``0::/docker/<id>/system.slice/sglang.service``). So
+    the unit must be one whole component of the unified or name=systemd path.
+    """
+    unit = normalize_unit(unit)
+    if not unit:
+        return False
+    for path in _systemd_cgroup_paths(entries):
+        if unit in path.split('/'):
+            return True
+    return False
+
+
+def is_specific_cgroup(path):
+    """True when sharing this cgroup says two processes belong together.
+
+    The root cgroup, slices, init.scope, login session scopes and user@.service are shared by
+    unrelated processes (everything a user starts over ssh lands in session-N.scope), so they are
+    not. A service, a transient run-*.service/scope or a container cgroup is.
+    """
+    if not path or path == '/':
+        return False
+    leaf = path.rstrip('/').rsplit('/', 1)[-1]
+    return not _GENERIC_CGROUP_LEAF_RE.match(leaf)

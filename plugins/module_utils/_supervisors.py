@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# PRIVATE: this module_utils is private to the inferops.sglang collection; it can change at any time.
+"""The service supervisors, systemd and supervisord, as this collection sees them: what their status output
+says, which states mean a service is up, and where their unit files and program configurations are.
+
+Nothing here runs ``systemctl`` or ``supervisorctl``; the modules run them and pass the output in.
+The state sets are the one home of "is the service up", for the health gate (``_health``) and for the
+roles (the ``service_active`` filter).
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import fnmatch
+import glob
+import os
+import re
+
+# systemd ActiveState values in which a service is (still) on its way or running.
+SYSTEMD_ALIVE = ('active', 'activating', 'reloading')
+# The systemd ActiveState of a unit that failed (its Result= says why).
+SYSTEMD_FAILED = ('failed',)
+# supervisord process states (``supervisorctl status``) in which a program is on its way or running.
+SUPERVISOR_ALIVE = ('RUNNING', 'STARTING')
+MANAGERS = ('systemd', 'supervisord')
+
+# systemctl show properties converted to int.
+_INT_PROPERTIES = ('MainPID', 'NRestarts', 'ExecMainStatus')
+
+
+def service_active(state, manager):
+    """True when ``state`` means the service is up (running, or on its way).
+
+    :param state: a systemd ActiveState (``active``) or a supervisord state (``RUNNING``).
+    :param manager: ``systemd`` or ``supervisord``.
+    :raises ValueError: for another manager.
+    """
+    if manager == 'systemd':
+        return state in SYSTEMD_ALIVE
+    if manager == 'supervisord':
+        return state in SUPERVISOR_ALIVE
+    raise ValueError('manager must be one of %s, not %r' % (', '.join(MANAGERS), manager))
+
+
+def parse_systemctl_show(text):
+    """The properties of one unit from ``systemctl show -p A -p B UNIT`` -> dict of str.
+
+    :param text: str, ``KEY=value`` lines.
+    :returns: dict; MainPID, NRestarts and ExecMainStatus are int when present (None when they do not
+        parse).
+    """
+    props = {}
+    for line in (text or '').splitlines():
+        if '=' in line:
+            key, value = line.split('=', 1)
+            props[key.strip()] = value.strip()
+    for key in _INT_PROPERTIES:
+        if key in props:
+            try:
+                props[key] = int(props[key])
+            except ValueError:
+                props[key] = None
+    return props
+
+
+def parse_systemctl_show_units(text):
+    """``systemctl show -p Id,ActiveState u1 u2`` -> one :func:`parse_systemctl_show` dict per unit, in
+    the order asked (systemctl separates the units' blocks with blank lines)."""
+    blocks = []
+    current = []
+    for line in (text or '').splitlines():
+        if not line.strip():
+            if current:
+                blocks.append(parse_systemctl_show('\n'.join(current)))
+                current = []
+            continue
+        current.append(line)
+    if current:
+        blocks.append(parse_systemctl_show('\n'.join(current)))
+    return blocks
+
+
+def parse_supervisorctl_status(text):
+    """One line of ``supervisorctl status NAME`` -> dict(state, pid, detail).
+
+    Example lines (supervisor 4.x)::
+
+        sglang                           RUNNING   pid 123, uptime 0:00:12
+        sglang                           BACKOFF   Exited too quickly (process log may have details)
+        sglang                           FATAL     Exited too quickly (process log may have details)
+
+    No line at all gives state ``UNKNOWN``.
+    """
+    for line in (text or '').splitlines():
+        parts = line.split(None, 2)
+        if len(parts) < 2:
+            continue
+        state = parts[1]
+        detail = parts[2] if len(parts) > 2 else ''
+        pid = None
+        if detail.startswith('pid '):
+            try:
+                pid = int(detail[4:].split(',')[0])
+            except ValueError:
+                pid = None
+        return {'state': state, 'pid': pid, 'detail': detail}
+    return {'state': 'UNKNOWN', 'pid': None, 'detail': (text or '').strip()}
+
+
+def find_unit_files(dirs, pattern):
+    """[{name, path}] of files (or links, masked units included) matching pattern in the unit
+    directories, first directory first; a directory reached twice (/lib -> /usr/lib) is read once."""
+    seen_dirs = set()
+    units = []
+    for d in dirs:
+        real = os.path.realpath(d)
+        if real in seen_dirs or not os.path.isdir(d):
+            continue
+        seen_dirs.add(real)
+        try:
+            names = sorted(os.listdir(d))
+        except (OSError, IOError):
+            continue
+        for name in names:
+            path = os.path.join(d, name)
+            if not fnmatch.fnmatchcase(name, pattern):
+                continue
+            if os.path.isdir(path) and not os.path.islink(path):
+                continue  # sglang.service.d drop-in directories
+            units.append({'name': name, 'path': path})
+    return units
+
+
+def find_supervisor_configs(etc_dir='/etc'):
+    """Existing supervisord configuration files: the main files and the usual include dirs."""
+    candidates = [
+        os.path.join(etc_dir, 'supervisord.conf'),
+        os.path.join(etc_dir, 'supervisor', 'supervisord.conf'),
+    ]
+    patterns = [
+        os.path.join(etc_dir, 'supervisor', 'conf.d', '*.conf'),
+        os.path.join(etc_dir, 'supervisord.d', '*.conf'),
+        os.path.join(etc_dir, 'supervisord.d', '*.ini'),
+    ]
+    for pattern in patterns:
+        candidates.extend(sorted(glob.glob(pattern)))
+    return [p for p in candidates if os.path.isfile(p)]
+
+
+def parse_supervisor_programs(text, pattern='sglang*'):
+    """Names of [program:NAME] sections matching pattern in a supervisord config file."""
+    names = []
+    for m in re.finditer(r'^\s*\[program:([^\]]+)\]', text or '', re.MULTILINE):
+        name = m.group(1).strip()
+        if fnmatch.fnmatchcase(name, pattern) and name not in names:
+            names.append(name)
+    return names

@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests of module_utils/_cgroup.py."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _cgroup
+
+
+# ------------------------------------------------------------------------------------------------
+# cgroups
+# ------------------------------------------------------------------------------------------------
+
+V2_UNIT = '0::/system.slice/sglang.service\n'
+V1_UNIT = ('12:cpu,cpuacct:/system.slice/sglang.service\n'
+           '1:name=systemd:/system.slice/sglang.service\n0::/system.slice/sglang.service\n')
+V1_ONLY = '4:memory:/system.slice/sglang.service\n1:name=systemd:/system.slice/sglang.service\n'
+DOCKER_HOSTNS = '0::/docker/0123abcd/system.slice/sglang.service\n'
+DELEGATED = '0::/system.slice/sglang.service/payload\n'
+SESSION = '0::/user.slice/user-0.slice/session-3.scope\n'
+OTHER_UNIT = '0::/system.slice/sglang-old.service\n'
+CONTROLLER_ONLY = '4:memory:/system.slice/sglang.service\n1:name=systemd:/user.slice/user-0.slice/session-1.scope\n'
+ROOT = '0::/\n'
+
+
+@pytest.mark.parametrize('text, unit, expected', [
+    (V2_UNIT, 'sglang.service', True),
+    (V2_UNIT, 'sglang', True),
+    (V1_UNIT, 'sglang.service', True),
+    (V1_ONLY, 'sglang.service', True),
+    (DOCKER_HOSTNS, 'sglang.service', True),
+    (DELEGATED, 'sglang.service', True),
+    (SESSION, 'sglang.service', False),
+    (OTHER_UNIT, 'sglang.service', False),
+    (V2_UNIT, 'sglang-old.service', False),
+    (V2_UNIT, 'glang.service', False),
+    (CONTROLLER_ONLY, 'sglang.service', False),   # only a controller hierarchy: not systemd's tracking
+    (ROOT, 'sglang.service', False),
+    ('', 'sglang.service', False),
+    (V2_UNIT, '', False),
+])
+def test_cgroup_in_unit(text, unit, expected):
+    assert _cgroup.cgroup_in_unit(_cgroup.parse_cgroup(text), unit) is expected
+
+
+@pytest.mark.parametrize('unit, expected', [
+    ('sglang', 'sglang.service'), ('sglang.service', 'sglang.service'), ('run-u7.scope', 'run-u7.scope'),
+    ('sglang@1', 'sglang@1.service'), ('', ''),
+])
+def test_normalize_unit(unit, expected):
+    assert _cgroup.normalize_unit(unit) == expected
+
+
+@pytest.mark.parametrize('path, expected', [
+    ('/', False), ('', False), (None, False),
+    ('/init.scope', False),
+    ('/user.slice/user-0.slice/session-3.scope', False),
+    ('/user.slice/user-1000.slice/user@1000.service', False),
+    ('/system.slice', False),
+    ('/system.slice/sglang-old.service', True),
+    ('/system.slice/docker-0123.scope', True),
+    ('/docker/0123abcd', True),
+    ('/user.slice/user-0.slice/user@0.service/app.slice/run-r1.service', True),
+])
+def test_is_specific_cgroup(path, expected):
+    assert _cgroup.is_specific_cgroup(path) is expected
+
+
+@pytest.mark.parametrize('text, expected', [
+    (V2_UNIT, '/system.slice/sglang.service'),
+    ('9:name=systemd:/system.slice/x.service\n1:cpu:/\n0::/\n', '/system.slice/x.service'),
+    ('9:name=systemd:/\n0::/\n', '/'),
+    ('1:cpu:/a\n', '/a'),
+    ('', None),
+])
+def test_primary_cgroup(text, expected):
+    assert _cgroup.primary_cgroup(_cgroup.parse_cgroup(text)) == expected

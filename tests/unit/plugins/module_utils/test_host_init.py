@@ -1,0 +1,184 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests of module_utils/_host_init.py: init system, container, cron and supervisord on fake trees."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils._host_init import (
+    cron_running,
+    detect_container,
+    detect_init,
+    parse_systemctl_version,
+    supervisord_running,
+)
+from ansible_collections.inferops.sglang.plugins.module_utils._procfs import list_processes
+
+
+def write(path, content='', mode=None):
+    d = os.path.dirname(str(path))
+    if not os.path.isdir(d):
+        os.makedirs(d)
+    with open(str(path), 'w') as f:
+        f.write(content)
+    if mode is not None:
+        os.chmod(str(path), mode)
+
+
+# ---------------------------------------------------------------------------------------------
+# init system (field case C11)
+
+def make_proc(root, pid=1, comm=None, cmdline=None, exe=None, environ=None, cgroup=None):
+    base = root / 'proc' / str(pid)
+    base.mkdir(parents=True, exist_ok=True)
+    if comm is not None:
+        write(base / 'comm', comm + '\n')
+    if cmdline is not None:
+        write(base / 'cmdline', '\0'.join(cmdline) + '\0')
+    if exe is not None:
+        os.symlink(exe, str(base / 'exe'))
+    if environ is not None:
+        write(base / 'environ', '\0'.join(environ) + '\0')
+    if cgroup is not None:
+        write(base / 'cgroup', cgroup)
+    return str(root / 'proc')
+
+
+def make_run(root, systemd_system=False, systemd_installed=False):
+    run = root / 'run'
+    run.mkdir(exist_ok=True)
+    if systemd_installed:
+        (run / 'systemd').mkdir(exist_ok=True)
+    if systemd_system:
+        (run / 'systemd' / 'system').mkdir(parents=True, exist_ok=True)
+    return str(run)
+
+
+@pytest.mark.parametrize('comm,cmdline,exe,booted,expected', [
+    ('systemd', ['/sbin/init'], None, True, 'systemd'),
+    ('systemd', ['/lib/systemd/systemd', '--system'], '/usr/lib/systemd/systemd', True, 'systemd'),
+    ('init', ['/sbin/init'], '/usr/lib/systemd/systemd', True, 'systemd'),
+    # C11: systemd installed, a stale /run/systemd/system even, but PID 1 is sleep or bash
+    ('sleep', ['sleep', 'infinity'], '/usr/bin/sleep', True, 'other'),
+    ('bash', ['/bin/bash'], '/usr/bin/bash', True, 'other'),
+    ('sleep', ['sleep', 'infinity'], None, False, 'other'),
+    ('bash', ['bash', '-c', 'sleep 1d'], None, False, 'other'),
+    # PID 1 is systemd but /run/systemd/system is missing: not booted with systemd (sd_booted)
+    ('systemd', ['/sbin/init'], None, False, 'other'),
+    ('tini', ['/usr/bin/tini', '--', 'python3'], None, False, 'other'),
+    ('process_api', ['/process_api', '--firecracker-init'], None, False, 'other'),
+], ids=['systemd', 'systemd-exe', 'init-link-to-systemd', 'C11-sleep-stale-run', 'C11-bash-stale-run',
+        'C11-sleep', 'C11-bash', 'systemd-not-booted', 'tini', 'other-init'])
+def test_detect_init(tmp_path, comm, cmdline, exe, booted, expected):
+    proc = make_proc(tmp_path, comm=comm, cmdline=cmdline, exe=exe)
+    run = make_run(tmp_path, systemd_system=booted, systemd_installed=True)
+    init = detect_init(proc, run)
+    assert init == {'system': expected, 'pid1': comm, 'pid1_cmdline': cmdline, 'systemd_booted': booted}
+
+
+def test_detect_init_unreadable_pid1(tmp_path):
+    (tmp_path / 'proc').mkdir()
+    run = make_run(tmp_path, systemd_system=True)
+    init = detect_init(str(tmp_path / 'proc'), run)
+    assert init == {'system': 'other', 'pid1': None, 'pid1_cmdline': [], 'systemd_booted': True}
+
+
+def test_detect_init_this_machine():
+    init = detect_init('/proc', '/run')
+    assert init['system'] in ('systemd', 'other')
+    with open('/proc/1/comm') as f:
+        comm = f.read().strip()
+    assert init['pid1'] == comm
+    assert init['systemd_booted'] == os.path.isdir('/run/systemd/system')
+    if comm != 'systemd' or not os.path.isdir('/run/systemd/system'):
+        assert init['system'] == 'other'
+
+
+# ---------------------------------------------------------------------------------------------
+# containers
+
+@pytest.mark.parametrize('setup,expected', [
+    ({}, 'none'),
+    ({'dockerenv': True}, 'docker'),
+    ({'containerenv': True}, 'podman'),
+    ({'environ': ['PATH=/bin', 'container=lxc']}, 'lxc'),
+    ({'environ': ['container=podman']}, 'podman'),
+    ({'environ': ['container=systemd-nspawn']}, 'other'),
+    ({'environ': ['container=oci']}, 'other'),
+    ({'run_container': 'docker\n'}, 'docker'),
+    ({'run_container': 'lxc\n', 'dockerenv': True}, 'lxc'),
+    ({'cgroup': '12:pids:/docker/3f2a9c\n0::/docker/3f2a9c\n'}, 'docker'),
+    ({'cgroup': '0::/system.slice/docker-3f2a9c.scope\n'}, 'docker'),
+    ({'cgroup': '0::/machine.slice/libpod-3f2a9c.scope/container\n'}, 'podman'),
+    ({'cgroup': '0::/kubepods.slice/kubepods-burstable.slice/cri-containerd-3f2a.scope\n'}, 'containerd'),
+    ({'cgroup': '0::/lxc.payload.101/init.scope\n'}, 'lxc'),
+    ({'cgroup': '0::/init.scope\n'}, 'none'),
+    ({'cgroup': '9:name=systemd:/\n0::/\n'}, 'none'),
+], ids=['none', 'dockerenv', 'containerenv', 'environ-lxc', 'environ-podman', 'environ-nspawn',
+        'environ-oci', 'run-systemd-container', 'run-systemd-container-wins', 'cgroup-v1-docker',
+        'cgroup-v2-docker', 'cgroup-podman', 'cgroup-containerd', 'cgroup-lxc', 'cgroup-host',
+        'cgroup-ns-root'])
+def test_detect_container(tmp_path, setup, expected):
+    proc = make_proc(tmp_path, comm='init', environ=setup.get('environ'), cgroup=setup.get('cgroup'))
+    run = make_run(tmp_path)
+    root = tmp_path / 'root'
+    root.mkdir()
+    if setup.get('dockerenv'):
+        write(root / '.dockerenv')
+    if setup.get('containerenv'):
+        write(tmp_path / 'run' / '.containerenv')
+    if setup.get('run_container'):
+        write(tmp_path / 'run' / 'systemd' / 'container', setup['run_container'])
+    assert detect_container(proc, run, str(root)) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# systemctl, processes, cron, supervisord
+
+@pytest.mark.parametrize('text,expected', [
+    ('systemd 255 (255.4-1ubuntu8)\n+PAM +AUDIT +SELINUX\n', 255),
+    ('systemd 252 (252.38-1~deb12u1)\n+PAM\n', 252),
+    ('systemd 219\n+PAM\n', 219),
+    ('System has not been booted with systemd as init system (PID 1). Can\'t operate.\n', None),
+    ('', None),
+])
+def test_parse_systemctl_version(text, expected):
+    assert parse_systemctl_version(text) == expected
+
+
+def test_list_processes(tmp_path):
+    make_proc(tmp_path, 1, comm='sleep', cmdline=['sleep', 'infinity'])
+    make_proc(tmp_path, 42, comm='cron', cmdline=['/usr/sbin/cron', '-f'])
+    (tmp_path / 'proc' / '77').mkdir()  # a process that went away: no comm
+    (tmp_path / 'proc' / 'net').mkdir()
+    procs = list_processes(str(tmp_path / 'proc'))
+    assert procs == [{'pid': 1, 'comm': 'sleep', 'cmdline': ['sleep', 'infinity']},
+                     {'pid': 42, 'comm': 'cron', 'cmdline': ['/usr/sbin/cron', '-f']}]
+
+
+@pytest.mark.parametrize('procs,expected', [
+    ([], False),
+    ([{'comm': 'cron', 'cmdline': ['/usr/sbin/cron', '-f']}], True),
+    ([{'comm': 'crond', 'cmdline': ['/usr/sbin/crond', '-n']}], True),
+    ([{'comm': 'busybox', 'cmdline': ['busybox', 'crond', '-f']}], True),
+    ([{'comm': 'busybox', 'cmdline': ['busybox', 'sh']}], False),
+    ([{'comm': 'sleep', 'cmdline': ['sleep', 'infinity']}, {'comm': 'bash', 'cmdline': ['bash']}], False),
+    ([{'comm': 'croncheck', 'cmdline': ['croncheck']}], False),
+])
+def test_cron_running(procs, expected):
+    assert cron_running(procs) is expected
+
+
+@pytest.mark.parametrize('procs,expected', [
+    ([{'comm': 'supervisord', 'cmdline': ['/usr/bin/python3', '/usr/bin/supervisord', '-n']}], True),
+    ([{'comm': 'python3', 'cmdline': ['/usr/bin/python3', '/usr/local/bin/supervisord']}], True),
+    ([{'comm': 'supervisorctl', 'cmdline': ['/usr/bin/supervisorctl', 'status']}], False),
+])
+def test_supervisord_running(procs, expected):
+    assert supervisord_running(procs) is expected

@@ -1,0 +1,363 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests of module_utils/_nvidia_smi.py against captured nvidia-smi output (tests/unit/fixtures/nvidia-smi)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils._nvidia_smi import (
+    COMPUTE_APPS_FIELDS,
+    QUERY_GPU_FIELDS,
+    classify_link,
+    interconnect_from_matrix,
+    interconnect_from_nvlink_status,
+    parse_compute_apps,
+    parse_cuda_version_from_smi,
+    parse_driver_version_from_smi,
+    parse_gpu_memory,
+    parse_nvlink_status,
+    parse_query_gpu,
+    parse_topology,
+    smi_failure_message,
+)
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process.release import RELEASE_APPS_FIELDS
+
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'fixtures', 'nvidia-smi')
+
+
+def fixture(*parts):
+    with open(os.path.join(FIXTURES, *parts)) as f:
+        return f.read()
+
+
+def as_noheader_nounits(text):
+    """What --format=csv,noheader,nounits prints, from a --format=csv capture."""
+    lines = text.splitlines()[1:]
+    return '\n'.join(line.replace(' MiB', '') for line in lines) + '\n'
+
+
+# ---------------------------------------------------------------------------------------------
+# nvidia-smi --query-gpu
+
+H200X2_GPUS = [
+    {'index': 0, 'name': 'NVIDIA H200', 'uuid': 'GPU-264e02ee-af98-d893-82ae-4ec1afc463e1',
+     'memory_total_mib': 143771, 'memory_used_mib': 0, 'compute_cap': '9.0',
+     'driver_version': '580.159.04', 'pci_bus_id': '00000000:00:06.0'},
+    {'index': 1, 'name': 'NVIDIA H200', 'uuid': 'GPU-4f3f9924-c31b-11ce-1a00-cd855da98952',
+     'memory_total_mib': 143771, 'memory_used_mib': 0, 'compute_cap': '9.0',
+     'driver_version': '580.159.04', 'pci_bus_id': '00000000:00:07.0'},
+]
+
+
+@pytest.mark.parametrize('text', [
+    fixture('h200x2', 'query_gpu.csv'),                        # captured with --format=csv
+    as_noheader_nounits(fixture('h200x2', 'query_gpu.csv')),   # what the module asks for
+], ids=['csv', 'csv-noheader-nounits'])
+def test_parse_query_gpu_h200x2(text):
+    assert parse_query_gpu(text) == H200X2_GPUS
+
+
+@pytest.mark.parametrize('text,uuid', [
+    (fixture('h200x1', 'query_gpu.csv'), 'GPU-a3db0ea1-7909-ad2d-a809-7f539ba0b6b8'),
+    (as_noheader_nounits(fixture('h200x1', 'query_gpu.csv')), 'GPU-a3db0ea1-7909-ad2d-a809-7f539ba0b6b8'),
+    # captured with the module's own query on another H200 machine
+    (fixture('h200x1', 'query_gpu_noheader_nounits.csv'), 'GPU-670faebe-c50b-7daf-514b-17dcc7f02c95'),
+], ids=['csv', 'csv-noheader-nounits', 'real-noheader-nounits'])
+def test_parse_query_gpu_h200x1(text, uuid):
+    gpus = parse_query_gpu(text)
+    assert len(gpus) == 1
+    assert gpus[0]['index'] == 0
+    assert gpus[0]['uuid'] == uuid
+    assert gpus[0]['memory_total_mib'] == 143771
+    assert isinstance(gpus[0]['memory_total_mib'], int)
+    assert gpus[0]['compute_cap'] == '9.0'
+
+
+@pytest.mark.parametrize('text', [
+    '',
+    fixture('no_gpu', 'query_gpu_no_devices.txt'),
+    fixture('no_gpu', 'driver_failed.txt'),
+    'Field "compute_cap" is not a valid field to query.\n',
+], ids=['empty', 'no-devices', 'driver-failed', 'bad-field'])
+def test_parse_query_gpu_no_gpu(text):
+    assert parse_query_gpu(text) == []
+
+
+def test_parse_query_gpu_na_values_and_comma_in_name():
+    text = ('1, NVIDIA RTX PRO 6000 Blackwell, Server Edition, GPU-x1, 97887, [N/A], 12.0, 580.82.07, 00000000:41:00.0\n'
+            '0, NVIDIA RTX PRO 6000 Blackwell Server Edition, GPU-x0, 97887, 3, 12.0, 580.82.07, 00000000:01:00.0\n')
+    gpus = parse_query_gpu(text)
+    assert [g['index'] for g in gpus] == [0, 1]  # sorted by index
+    assert gpus[1]['name'] == 'NVIDIA RTX PRO 6000 Blackwell, Server Edition'
+    assert gpus[1]['memory_used_mib'] is None
+    assert gpus[1]['pci_bus_id'] == '00000000:41:00.0'
+    assert gpus[0]['memory_used_mib'] == 3
+
+
+def test_parse_query_gpu_without_compute_cap():
+    fields = [f for f in QUERY_GPU_FIELDS if f != 'compute_cap']
+    text = '0, Tesla V100-SXM2-16GB, GPU-v, 16160, 0, 470.57.02, 00000000:00:1E.0\n'
+    gpus = parse_query_gpu(text, fields)
+    assert gpus[0]['compute_cap'] is None
+    assert gpus[0]['driver_version'] == '470.57.02'
+    assert gpus[0]['memory_total_mib'] == 16160
+
+
+# ---------------------------------------------------------------------------------------------
+# nvidia-smi topo -m  (field case C09)
+
+def test_topology_h200x2_nvlink():
+    matrix, interconnect = parse_topology(fixture('h200x2', 'topo_m.txt'))
+    assert matrix == {'GPU0': {'GPU1': 'NV18'}, 'GPU1': {'GPU0': 'NV18'}}
+    assert interconnect == 'nvlink'
+
+
+def with_escapes(text):
+    """The header line as nvidia-smi really prints it: underlined with terminal escapes."""
+    lines = text.split('\n')
+    lines[0] = lines[0].replace('GPU0', '\x1b[4mGPU0', 1) + '\x1b[0m'
+    return '\n'.join(lines)
+
+
+@pytest.mark.parametrize('name', ['topo_m.txt', 'topo_m_raw.txt'], ids=['cleaned', 'raw-with-escapes'])
+def test_topology_h200x1_single(name):
+    matrix, interconnect = parse_topology(fixture('h200x1', name))
+    assert matrix == {'GPU0': {}}
+    assert interconnect == 'single'
+
+
+@pytest.mark.parametrize('name', ['h200x1', 'h200x2'])
+def test_topology_raw_fixture_has_escapes(name):
+    # captured on the lent H200 machines: nvidia-smi underlines the header even into a file
+    assert '\x1b[4m' in fixture(name, 'topo_m_raw.txt')
+
+
+def test_topology_h200x2_raw():
+    assert parse_topology(fixture('h200x2', 'topo_m_raw.txt')) == (
+        {'GPU0': {'GPU1': 'NV18'}, 'GPU1': {'GPU0': 'NV18'}}, 'nvlink')
+
+
+@pytest.mark.parametrize('name,expected', [('h200x2', 'nvlink'), ('pcie8', 'pcie'), ('mixed8', 'mixed')])
+def test_topology_with_escapes(name, expected):
+    matrix, interconnect = parse_topology(with_escapes(fixture(name, 'topo_m.txt')))
+    assert interconnect == expected
+    assert 'GPU0' in matrix and len(matrix) == (2 if name == 'h200x2' else 8)
+
+
+def test_topology_pcie8_reference_host_shape():
+    matrix, interconnect = parse_topology(fixture('pcie8', 'topo_m.txt'))
+    assert interconnect == 'pcie'
+    assert sorted(matrix) == ['GPU%d' % i for i in range(8)]
+    for gpu, row in matrix.items():
+        assert sorted(row) == sorted(g for g in matrix if g != gpu)  # no self, no NIC columns
+        assert set(row.values()) <= {'PIX', 'PXB', 'PHB', 'NODE', 'SYS'}
+    assert matrix['GPU0']['GPU1'] == 'PIX'
+    assert matrix['GPU0']['GPU2'] == 'PXB'
+    assert matrix['GPU0']['GPU4'] == 'SYS'
+    assert matrix['GPU7']['GPU4'] == 'NODE'
+    assert 'NIC0' not in matrix
+
+
+def test_topology_mixed8():
+    matrix, interconnect = parse_topology(fixture('mixed8', 'topo_m.txt'))
+    assert interconnect == 'mixed'
+    assert len(matrix) == 8
+    assert matrix['GPU0']['GPU1'] == 'NV4'
+    assert matrix['GPU6']['GPU7'] == 'NV4'
+    assert matrix['GPU0']['GPU2'] == 'PHB'
+    assert matrix['GPU3']['GPU4'] == 'SYS'
+
+
+def test_topology_nvswitch8():
+    matrix, interconnect = parse_topology(fixture('nvswitch8', 'topo_m.txt'))
+    assert interconnect == 'nvlink'
+    assert all(v == 'NV18' for row in matrix.values() for v in row.values())
+    assert sum(len(row) for row in matrix.values()) == 8 * 7
+
+
+@pytest.mark.parametrize('text', [
+    '',
+    fixture('no_gpu', 'topo_m_empty.txt'),
+    fixture('no_gpu', 'driver_failed.txt'),
+], ids=['empty', 'legend-only', 'driver-failed'])
+def test_topology_no_gpu(text):
+    assert parse_topology(text) == ({}, 'none')
+
+
+@pytest.mark.parametrize('name,expected', [
+    ('h200x1', 'single'),
+    ('h200x1/topo_m_raw.txt', 'single'),
+    ('h200x2', 'nvlink'),
+    ('h200x2/topo_m_raw.txt', 'nvlink'),
+    ('pcie8', 'pcie'),
+    ('mixed8', 'mixed'),
+    ('nvswitch8', 'nvlink'),
+])
+def test_topology_fixture_interconnect(name, expected):
+    parts = name.split('/') if '/' in name else [name, 'topo_m.txt']
+    assert parse_topology(fixture(*parts))[1] == expected
+
+
+def test_topology_space_separated_and_legacy_soc():
+    # older drivers: spaces instead of tabs, SOC instead of SYS, no NUMA columns
+    text = ('        GPU0    GPU1    GPU2    CPU Affinity\n'
+            'GPU0     X      PHB     SOC     0-11\n'
+            'GPU1    PHB      X      SOC     0-11\n'
+            'GPU2    SOC     SOC      X      12-23\n')
+    matrix, interconnect = parse_topology(text)
+    assert interconnect == 'pcie'
+    assert matrix['GPU2'] == {'GPU0': 'SOC', 'GPU1': 'SOC'}
+
+
+def test_topology_truncated_matrix_is_not_nvlink():
+    # a header naming 4 GPUs but only two rows: only the GPUs with rows count
+    text = '\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\nGPU0\t X \tNV8\tSYS\tSYS\t0-7\nGPU1\tNV8\t X \tSYS\tSYS\t0-7\n'
+    matrix, interconnect = parse_topology(text)
+    assert matrix == {'GPU0': {'GPU1': 'NV8'}, 'GPU1': {'GPU0': 'NV8'}}
+    assert interconnect == 'nvlink'
+
+
+@pytest.mark.parametrize('cell,kind', [
+    ('NV18', 'nvlink'), ('NV1', 'nvlink'), (' X ', 'self'), ('PIX', 'pcie'), ('PXB', 'pcie'),
+    ('PHB', 'pcie'), ('NODE', 'pcie'), ('SYS', 'pcie'), ('SOC', 'pcie'), ('NV', None), ('', None),
+])
+def test_classify_link(cell, kind):
+    assert classify_link(cell) == kind
+
+
+@pytest.mark.parametrize('matrix,expected', [
+    ({}, 'none'),
+    ({'GPU0': {}}, 'single'),
+    ({'GPU0': {'GPU1': 'NV2'}, 'GPU1': {'GPU0': 'NV2'}}, 'nvlink'),
+    ({'GPU0': {'GPU1': 'PIX'}, 'GPU1': {'GPU0': 'PIX'}}, 'pcie'),
+    ({'GPU0': {'GPU1': 'NV2', 'GPU2': 'SYS'}, 'GPU1': {'GPU0': 'NV2', 'GPU2': 'SYS'},
+      'GPU2': {'GPU0': 'SYS', 'GPU1': 'SYS'}}, 'mixed'),
+])
+def test_interconnect_from_matrix(matrix, expected):
+    assert interconnect_from_matrix(matrix) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# nvidia-smi nvlink -s (fallback when topo -m is unusable)
+
+def test_parse_nvlink_status_fixture():
+    assert parse_nvlink_status(fixture('h200x2', 'nvlink_status.txt')) == {0: 18, 1: 18}
+
+
+def test_parse_nvlink_status_inactive():
+    text = ('GPU 0: NVIDIA RTX A6000 (UUID: GPU-a)\n\t Link 0: <inactive>\n\t Link 1: <inactive>\n'
+            'GPU 1: NVIDIA RTX A6000 (UUID: GPU-b)\n')
+    assert parse_nvlink_status(text) == {0: 0, 1: 0}
+
+
+@pytest.mark.parametrize('status,count,expected', [
+    ({}, 0, 'none'),
+    ({0: 0}, 1, 'single'),
+    ({0: 18, 1: 18}, 2, 'nvlink'),
+    ({0: 0, 1: 0}, 2, 'pcie'),
+    ({i: 18 for i in range(8)}, 8, 'mixed'),
+    ({0: 4, 1: 4, 2: 0, 3: 0}, 4, 'mixed'),
+])
+def test_interconnect_from_nvlink_status(status, count, expected):
+    assert interconnect_from_nvlink_status(status, count) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# compute apps, CUDA / driver version, failure messages
+
+def test_parse_compute_apps_fixture():
+    expected = [
+        {'gpu_uuid': 'GPU-264e02ee-af98-d893-82ae-4ec1afc463e1', 'pid': 568, 'process_name': 'python3',
+         'used_memory_mib': 4334},
+        {'gpu_uuid': 'GPU-4f3f9924-c31b-11ce-1a00-cd855da98952', 'pid': 568, 'process_name': 'python3',
+         'used_memory_mib': 4334},
+    ]
+    text = fixture('h200x2', 'compute_apps_busy.csv')
+    assert parse_compute_apps(text) == expected
+    assert parse_compute_apps(as_noheader_nounits(text)) == expected
+
+
+@pytest.mark.parametrize('text,expected', [
+    ('', []),
+    ('No running processes found\n', []),
+    ('GPU-a, 4242, /root/ml-env/bin/python3, [N/A]\n',
+     [{'gpu_uuid': 'GPU-a', 'pid': 4242, 'process_name': '/root/ml-env/bin/python3', 'used_memory_mib': None}]),
+    ('GPU-a, 7, sglang::scheduler_TP0, x, 100\n',
+     [{'gpu_uuid': 'GPU-a', 'pid': 7, 'process_name': 'sglang::scheduler_TP0, x', 'used_memory_mib': 100}]),
+])
+def test_parse_compute_apps_cases(text, expected):
+    assert parse_compute_apps(text) == expected
+
+
+def test_compute_apps_fields():
+    assert COMPUTE_APPS_FIELDS == ('gpu_uuid', 'pid', 'process_name', 'used_gpu_memory')
+
+
+@pytest.mark.parametrize('text,expected', [
+    (fixture('h200x2', 'nvidia_smi_busy.txt'), '13.0'),
+    (fixture('h200x2', 'nvidia_smi_q.xml'), '13.0'),
+    ('Driver Version                            : 550.54.15\nCUDA Version                              : 12.4\n', '12.4'),
+    (fixture('no_gpu', 'driver_failed.txt'), None),
+    ('', None),
+], ids=['plain-header', 'q-xml', 'q-text', 'driver-failed', 'empty'])
+def test_parse_cuda_version_from_smi(text, expected):
+    assert parse_cuda_version_from_smi(text) == expected
+
+
+@pytest.mark.parametrize('text,expected', [
+    (fixture('h200x2', 'nvidia_smi_busy.txt'), '580.159.04'),
+    (fixture('h200x2', 'nvidia_smi_q.xml'), '580.159.04'),
+    ('Driver Version                            : 550.54.15\n', '550.54.15'),
+    ('', None),
+])
+def test_parse_driver_version_from_smi(text, expected):
+    assert parse_driver_version_from_smi(text) == expected
+
+
+def test_smi_failure_message():
+    assert smi_failure_message(fixture('no_gpu', 'driver_failed.txt')).startswith(
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver")
+    assert smi_failure_message('\n\n') is None
+
+
+# The columns the GPU release wait of server_process asks for (pid, used_gpu_memory; index, memory.used).
+# The h200x2 fixtures (/work/shared/fixtures/nvidia-smi/h200x2): one python process holding 4 GiB per GPU.
+COMPUTE_APPS_BUSY_CSV = (
+    'gpu_uuid, pid, process_name, used_gpu_memory [MiB]\n'
+    'GPU-264e02ee-af98-d893-82ae-4ec1afc463e1, 568, python3, 4334 MiB\n'
+    'GPU-4f3f9924-c31b-11ce-1a00-cd855da98952, 568, python3, 4334 MiB\n')
+MEMORY_BUSY_CSV = '0, 4343, 143771\n1, 4343, 143771\n'
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('568, 4334\n568, 4334\n', [{'pid': 568, 'used_memory_mib': 4334}] * 2),
+    ('568, 4334 MiB\n', [{'pid': 568, 'used_memory_mib': 4334}]),
+    ('pid, used_gpu_memory [MiB]\n568, 4334 MiB\n', [{'pid': 568, 'used_memory_mib': 4334}]),
+    ('568, [N/A]\n', [{'pid': 568, 'used_memory_mib': None}]),
+    ('No running processes found\n', []),
+    ('', []),
+])
+def test_parse_compute_apps_pid_and_memory(text, expected):
+    assert parse_compute_apps(text, RELEASE_APPS_FIELDS) == expected
+
+
+def test_parse_compute_apps_pid_and_memory_rejects_uuid_column():
+    # The fixture has gpu_uuid first: not a pid, so every row is skipped rather than misread.
+    assert parse_compute_apps(COMPUTE_APPS_BUSY_CSV, RELEASE_APPS_FIELDS) == []
+
+
+@pytest.mark.parametrize('text, expected', [
+    (MEMORY_BUSY_CSV, [{'index': 0, 'memory_used_mib': 4343}, {'index': 1, 'memory_used_mib': 4343}]),
+    ('0, 0\n1, 12 MiB\n', [{'index': 0, 'memory_used_mib': 0}, {'index': 1, 'memory_used_mib': 12}]),
+    ('index, memory.used [MiB]\n0, [Not Supported]\n', [{'index': 0, 'memory_used_mib': None}]),
+    ('', []),
+])
+def test_parse_gpu_memory(text, expected):
+    assert parse_gpu_memory(text) == expected

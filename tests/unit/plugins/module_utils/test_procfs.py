@@ -1,0 +1,118 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests of module_utils/_procfs.py: the /proc parsers, fd targets and process trees."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import importlib.util
+import os
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _procfs
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process import discovery
+
+_FAKES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'server_process_fakes.py')
+_spec = importlib.util.spec_from_file_location('server_process_fakes', _FAKES)
+fakes = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fakes)
+stat_line = fakes.stat_line
+NET_TCP = fakes.NET_TCP
+NET_TCP6 = fakes.NET_TCP6
+
+
+# ------------------------------------------------------------------------------------------------
+# /proc parsers
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('comm', ['python3', 'sglang::schedul', 'a) b (c', 'with space', ')'])
+def test_parse_stat(comm):
+    st = _procfs.parse_stat(stat_line(42, comm, state='R', ppid=7, pgid=8, sid=9, starttime=123456).encode())
+    assert (st.pid, st.comm, st.state, st.ppid, st.pgid, st.sid, st.starttime) == (42, comm, 'R', 7, 8, 9, 123456)
+
+
+@pytest.mark.parametrize('data', [b'', b'garbage', b'1 (x) S 1', b'x (y) S 1 2 3 4 5 6'])
+def test_parse_stat_malformed(data):
+    assert _procfs.parse_stat(data) is None
+
+
+@pytest.mark.parametrize('raw, argv', [
+    (b'python3\0-m\0sglang.launch_server\0', ['python3', '-m', 'sglang.launch_server']),
+    (b'sglang::scheduler_TP0', ['sglang::scheduler_TP0']),
+    (b'sglang::scheduler_TP0\0\0\0\0', ['sglang::scheduler_TP0']),
+    (b'sglang::detokenizer          ', ['sglang::detokenizer']),
+    (b'a\0\0b\0', ['a', '', 'b']),
+    (b'', []),
+    (b'caf\xc3\xa9\0\xff\0', ['caf\xe9', '\ufffd']),
+])
+def test_parse_cmdline(raw, argv):
+    assert _procfs.parse_cmdline(raw) == argv
+
+
+def test_parse_environ_and_status():
+    assert _procfs.parse_environ(b'A=1\0B=x=y\0A=2\0NOEQ\0\0') == {'A': '1', 'B': 'x=y'}
+    assert _procfs.parse_status_uid('Name:\tx\nUid:\t1000\t1000\t1000\t1000\n') == 1000
+    assert _procfs.parse_status_uid('Name:\tx\n') is None
+
+
+@pytest.mark.parametrize('text, port, inodes', [
+    (NET_TCP, 30000, {'111'}),
+    (NET_TCP, 30001, {'222'}),
+    (NET_TCP, 1, set()),
+    (NET_TCP6, 30000, {'444'}),
+    ('', 30000, set()),
+])
+def test_parse_proc_net_tcp(text, port, inodes):
+    assert _procfs.listening_inodes(text, port) == inodes
+
+
+@pytest.mark.parametrize('pattern, target, expected', [
+    ('/dev/nvidia*', '/dev/nvidia0', True),
+    ('/dev/nvidia*', '/dev/nvidiactl', True),
+    ('/dev/nvidia*', '/dev/nvidia-caps/nvidia-cap1', True),
+    ('/dev/nvidia*', '/dev/null', False),
+    ('/dev/nvidia*', '/tmp/dev/nvidia0', False),
+    ('/dev/nvidia[0-9]', '/dev/nvidia7', True),
+    ('/dev/nvidia[0-9]', '/dev/nvidiactl', False),
+    ('/tmp/gpu/*', '/tmp/gpu/nvidia1', True),
+])
+def test_compile_device_glob(pattern, target, expected):
+    assert _procfs.compile_device_glob(pattern)(target) is expected
+
+
+@pytest.mark.parametrize('target, path', [
+    ('/dev/nvidia0', '/dev/nvidia0'), ('/tmp/x/nvidia1 (deleted)', '/tmp/x/nvidia1'),
+    ('socket:[123]', None), ('pipe:[4]', None), ('anon_inode:[eventfd]', None), ('', None),
+])
+def test_device_path_of(target, path):
+    assert _procfs.device_path_of(target) == path
+
+
+@pytest.mark.parametrize('path, expected', [
+    ('/dev/nvidia0', True), ('/dev/nvidia15', True), ('/tmp/gpu/nvidia3', True), ('/dev/dri/renderD128', True),
+    ('/dev/nvidiactl', False), ('/dev/nvidia-uvm', False), ('/dev/nvidia-caps/nvidia-cap1', False),
+])
+def test_is_per_gpu_device(path, expected):
+    assert _procfs.is_per_gpu_device(path) is expected
+
+
+def test_tree_helpers():
+    parent_of = {10: 1, 11: 10, 12: 11, 13: 10, 20: 1, 30: 30}
+    children = _procfs.children_map(parent_of)
+    assert children[10] == [11, 13]
+    assert _procfs.descendants(children, 10) == {11, 12, 13}
+    assert _procfs.descendants(children, 10, stop={11}) == {13}
+    assert _procfs.ancestors(parent_of, 12) == [11, 10, 1]
+    assert _procfs.ancestors(parent_of, 30) == []       # a self-loop ends the walk
+    assert discovery.own_tree(parent_of, children, 11) == {11, 12, 10, 1}
+
+
+def test_split_fd_targets():
+    match = _procfs.compile_device_glob('/dev/nvidia*')
+    targets = ['/dev/null', '/dev/nvidia0', '/dev/nvidiactl (deleted)', 'socket:[12]', 'pipe:[3]', 'anon_inode:[x]']
+    assert _procfs.split_fd_targets(targets, match) == ({'/dev/nvidia0', '/dev/nvidiactl'}, set())
+    assert _procfs.split_fd_targets(targets, match, want_sockets=True)[1] == {'12'}

@@ -1,0 +1,158 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests of module_utils/_secrets.py: the one rule of which flags and variables hold secrets, as the
+server argument helpers (argv rendering, the argument check) and process discovery apply it."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import (
+    MASK,
+    NOT_SECRET_FLAGS,
+    SECRET_FLAGS,
+    is_secret_env_name,
+    is_secret_flag,
+    redact_args,
+    redact_argv,
+    redact_env,
+    redacted_flags,
+    secret_flags,
+    secret_values,
+)
+
+
+def test_one_mask():
+    assert MASK == '********'
+
+
+@pytest.mark.parametrize('flag, secret', [
+    ('api-key', True),
+    ('--api-key', True),
+    ('--api_key', True),
+    ('--api-key=x', True),
+    ('admin-api-key', True),
+    ('ssl-keyfile-password', True),
+    ('ssl-keyfile', False),
+    ('model-path', False),
+    ('max-total-tokens', False),
+])
+def test_is_secret_flag(flag, secret):
+    assert is_secret_flag(flag) is secret
+
+
+@pytest.mark.parametrize('flag', [
+    'api-key', 'admin-api-key', 'control-plane-api-keys', 'oracle-password', 'postgres-db-url', 'redis-url',
+    'ssl-keyfile-password', 'hf-token', 'HF_TOKEN', 'db-password', 'client-secret', 'aws-credentials', '--token',
+    'api-k', 'api-keyy', 'redis_url', '--postgres-db-url=postgres://u:p@h/db',
+])
+def test_is_secret_flag_knows(flag):
+    assert is_secret_flag(flag) is True
+
+
+@pytest.mark.parametrize('flag', [
+    'max-total-tokens', 'tokenizer-path', 'tokenizer-mode', 'ssl-keyfile', 'skip-tokenizer-init', 'kv-cache-dtype',
+    'speculative-token-map', 'speculative-num-draft-tokens', 'bucket-time-to-first-token', 'port', 'policy',
+    'model-path', 'api', '', '--',
+])
+def test_is_secret_flag_leaves_alone(flag):
+    assert is_secret_flag(flag) is False
+
+
+def test_not_secret_flags_are_not_secret_flags():
+    assert not set(NOT_SECRET_FLAGS) & set(SECRET_FLAGS)
+
+
+@pytest.mark.parametrize('tokens, expected', [
+    (['--api-key', 'k1', '--tp', '8'], ['--api-key', MASK, '--tp', '8']),
+    (['--api-key=k1'], ['--api-key=' + MASK]),
+    (['--admin-api-key', 'k2'], ['--admin-api-key', MASK]),
+    (['--api-k', 'k3'], ['--api-k', MASK]),        # argparse abbreviation
+    (['--api-keyy', 'k4'], ['--api-keyy', MASK]),  # misspelling argparse would report
+    (['--ssl-keyfile-password', 'p'], ['--ssl-keyfile-password', MASK]),
+    (['--ssl-keyfile', '/k.pem'], ['--ssl-keyfile', '/k.pem']),
+    (['--watermark-config', '{"key":"w"}'], ['--watermark-config', MASK]),
+    (['--watermark-config', '/w.json'], ['--watermark-config', '/w.json']),
+    (['--api', 'x'], ['--api', 'x']),  # too short to count as an abbreviation
+    (['--ap=x'], ['--ap=' + MASK]),  # argparse would echo it whole as ambiguous
+    (['--a=x'], ['--a=' + MASK]),
+    (['--b=x'], ['--b=x']),
+])
+def test_redact_argv(tokens, expected):
+    assert redact_argv(tokens) == expected
+
+
+def test_secret_values():
+    tokens = ['--model-path', '/m', '--api-key', 'k1', '--admin-api-key=k2', '--api-key', '']
+    assert secret_values(tokens) == ['k1', 'k2']
+
+
+@pytest.mark.parametrize('argv, expected, hidden', [
+    (['--api-key', 'sk-1', '--port', '1'], ['--api-key', MASK, '--port', '1'], ['--api-key']),
+    (['--api-key=sk-1'], ['--api-key=' + MASK], ['--api-key']),
+    (['--admin-api-key', 'a', '--hf-token=b'], ['--admin-api-key', MASK, '--hf-token=' + MASK],
+     ['--admin-api-key', '--hf-token']),
+    (['--ssl-keyfile-password', 'p'], ['--ssl-keyfile-password', MASK], ['--ssl-keyfile-password']),
+    (['--max-total-tokens', '8192', '--tokenizer-path', '/t', '--skip-tokenizer-init'],
+     ['--max-total-tokens', '8192', '--tokenizer-path', '/t', '--skip-tokenizer-init'], []),
+    (['--kv-cache-dtype', 'fp8', '--ssl-keyfile', '/k.pem'], ['--kv-cache-dtype', 'fp8', '--ssl-keyfile', '/k.pem'],
+     []),
+    (['--api-key'], ['--api-key'], ['--api-key']),
+    (['python3', '-m', 'sglang.launch_server'], ['python3', '-m', 'sglang.launch_server'], []),
+])
+def test_redact_process_command_lines(argv, expected, hidden):
+    assert (redact_argv(argv), redacted_flags(argv)) == (expected, hidden)
+
+
+def test_redact_env():
+    env = {'HF_TOKEN': 'hf_x', 'OPENAI_API_KEY': 'k', 'db_password': 'p', 'AWS_SECRET_ACCESS_KEY': 's',
+           'GOOGLE_APPLICATION_CREDENTIALS': '/c.json', 'PATH': '/bin', 'CUDA_HOME': '/usr/local/cuda'}
+    redacted, hidden = redact_env(env)
+    assert redacted['PATH'] == '/bin' and redacted['CUDA_HOME'] == '/usr/local/cuda'
+    assert hidden == ['AWS_SECRET_ACCESS_KEY', 'GOOGLE_APPLICATION_CREDENTIALS', 'HF_TOKEN', 'OPENAI_API_KEY',
+                      'db_password']
+    assert all(redacted[name] == MASK for name in hidden)
+
+
+@pytest.mark.parametrize('name, secret', [
+    ('HF_TOKEN', True), ('OPENAI_API_KEY', True), ('db_password', True), ('GOOGLE_APPLICATION_CREDENTIALS', True),
+    ('PATH', False), ('CUDA_HOME', False), ('NCCL_PROTO', False),
+])
+def test_is_secret_env_name(name, secret):
+    assert is_secret_env_name(name) is secret
+
+
+@pytest.mark.parametrize('args, expected', [
+    ({'model-path': '/m', 'api-key': 'k', 'max-total-tokens': 8192}, ['api-key']),
+    ({'--admin_api_key': 'k', 'tokenizer-path': '/t', 'tokenizer-mode': 'auto', 'ssl-keyfile': '/k.pem'},
+     ['admin-api-key']),
+    ({'control-plane-api-keys': ['a', 'b'], 'oracle-password': 'p', 'postgres-db-url': 'u', 'redis-url': 'r',
+      'policy': 'cache_aware'}, ['control-plane-api-keys', 'oracle-password', 'postgres-db-url', 'redis-url']),
+    ({'watermark-config': '/w.json'}, []),
+    ({'watermark-config': {'key': 'w'}}, ['watermark-config']),
+    ({'hf_token': 'x', 'hf-token': 'y'}, ['hf-token']),
+    ({}, []),
+    (['--model-path', '/m', '--api-key', 'k', '--redis-url=redis://x', '--max-total-tokens', '1'],
+     ['api-key', 'redis-url']),
+    ([], []),
+])
+def test_secret_flags(args, expected):
+    assert secret_flags(args) == expected
+
+
+def test_secret_flags_refuses_other_input():
+    with pytest.raises(TypeError):
+        secret_flags('--api-key x')
+
+
+def test_redact_args():
+    args = {'api-key': 'k', 'max-total-tokens': 8192, '--hf_token': 'x', 'watermark-config': '/w.json'}
+    redacted = redact_args(args)
+    assert redacted == {'api-key': MASK, 'max-total-tokens': 8192, '--hf_token': MASK, 'watermark-config': '/w.json'}
+    assert list(redacted) == list(args)
+    assert args['api-key'] == 'k'
+    with pytest.raises(TypeError):
+        redact_args(['--api-key', 'k'])

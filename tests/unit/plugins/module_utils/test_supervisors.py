@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests of module_utils/_supervisors.py: systemctl and supervisorctl output, service states,
+unit files and supervisord configurations."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import (
+    find_supervisor_configs,
+    find_unit_files,
+    parse_supervisor_programs,
+    parse_supervisorctl_status,
+    parse_systemctl_show,
+    parse_systemctl_show_units,
+    service_active,
+)
+
+
+def write(path, content='', mode=None):
+    d = os.path.dirname(str(path))
+    if not os.path.isdir(d):
+        os.makedirs(d)
+    with open(str(path), 'w') as f:
+        f.write(content)
+    if mode is not None:
+        os.chmod(str(path), mode)
+
+
+def test_find_unit_files_and_systemctl_show(tmp_path):
+    etc = tmp_path / 'etc' / 'systemd' / 'system'
+    lib = tmp_path / 'lib' / 'systemd' / 'system'
+    write(etc / 'sglang.service', '[Service]\n')
+    write(etc / 'sglang-router.service', '[Service]\n')
+    (etc / 'sglang.service.d').mkdir()
+    write(etc / 'ssh.service', '[Service]\n')
+    os.symlink('/dev/null', str(etc / 'sglang-old.service'))
+    write(lib / 'sglang@.service', '[Service]\n')
+    os.symlink(str(lib), str(tmp_path / 'usrlib'))  # /usr/lib/systemd/system as a second name
+    units = find_unit_files([str(etc), str(lib), str(tmp_path / 'usrlib'), str(tmp_path / 'missing')],
+                            'sglang*.service')
+    assert units == [
+        {'name': 'sglang-old.service', 'path': str(etc / 'sglang-old.service')},
+        {'name': 'sglang-router.service', 'path': str(etc / 'sglang-router.service')},
+        {'name': 'sglang.service', 'path': str(etc / 'sglang.service')},
+        {'name': 'sglang@.service', 'path': str(lib / 'sglang@.service')},
+    ]
+    show = 'Id=sglang.service\nActiveState=active\n\nId=sglang-router.service\nActiveState=inactive\n'
+    assert parse_systemctl_show_units(show) == [{'Id': 'sglang.service', 'ActiveState': 'active'},
+                                                {'Id': 'sglang-router.service', 'ActiveState': 'inactive'}]
+
+
+def test_supervisor_configs_and_programs(tmp_path):
+    etc = tmp_path / 'etc'
+    write(etc / 'supervisor' / 'supervisord.conf', '[supervisord]\n[include]\nfiles = /etc/supervisor/conf.d/*.conf\n')
+    write(etc / 'supervisor' / 'conf.d' / 'sglang.conf',
+          '[program:sglang]\ncommand=/root/ml-env/bin/python3 -m sglang.launch_server\n'
+          '[program:sglang-router]\ncommand=x\n  [program:nginx]\ncommand=y\n')
+    write(etc / 'supervisor' / 'conf.d' / 'notes.txt', '[program:sglang-ignored]\n')
+    configs = find_supervisor_configs(str(etc))
+    assert configs == [str(etc / 'supervisor' / 'supervisord.conf'), str(etc / 'supervisor' / 'conf.d' / 'sglang.conf')]
+    with open(configs[1]) as f:
+        assert parse_supervisor_programs(f.read(), 'sglang*') == ['sglang', 'sglang-router']
+    assert parse_supervisor_programs('', 'sglang*') == []
+    assert find_supervisor_configs(str(tmp_path / 'nothing')) == []
+
+
+def test_parse_systemctl_show():
+    props = parse_systemctl_show("ActiveState=active\nSubState=running\nMainPID=42\nNRestarts=0\nResult=success\n")
+    assert props == {"ActiveState": "active", "SubState": "running", "MainPID": 42, "NRestarts": 0, "Result": "success"}
+
+
+def test_parse_systemctl_show_units_converts_like_one_unit():
+    show = 'Id=a.service\nMainPID=7\n\n\nId=b.service\nMainPID=x\n'
+    assert parse_systemctl_show_units(show) == [{'Id': 'a.service', 'MainPID': 7}, {'Id': 'b.service', 'MainPID': None}]
+    assert parse_systemctl_show_units('') == []
+
+
+@pytest.mark.parametrize("line, state, pid", [
+    ("sglang                           RUNNING   pid 123, uptime 0:00:12", "RUNNING", 123),
+    ("sglang                           STARTING  ", "STARTING", None),
+    ("sglang                           BACKOFF   Exited too quickly (process log may have details)", "BACKOFF", None),
+    ("sglang                           FATAL     Exited too quickly (process log may have details)", "FATAL", None),
+    ("sglang: ERROR (no such process)", "ERROR", None),
+    ("", "UNKNOWN", None),
+])
+def test_parse_supervisorctl_status(line, state, pid):
+    status = parse_supervisorctl_status(line)
+    assert status["state"] == state and status["pid"] == pid
+
+
+@pytest.mark.parametrize('state, manager, active', [
+    ('active', 'systemd', True), ('activating', 'systemd', True), ('reloading', 'systemd', True),
+    ('inactive', 'systemd', False), ('failed', 'systemd', False), ('deactivating', 'systemd', False),
+    ('RUNNING', 'supervisord', True), ('STARTING', 'supervisord', True), ('BACKOFF', 'supervisord', False),
+    ('FATAL', 'supervisord', False), ('STOPPED', 'supervisord', False), ('running', 'supervisord', False),
+    ('active', 'supervisord', False), ('RUNNING', 'systemd', False),
+])
+def test_service_active(state, manager, active):
+    assert service_active(state, manager) is active
+
+
+def test_service_active_unknown_manager():
+    with pytest.raises(ValueError, match='manager'):
+        service_active('active', 'openrc')
