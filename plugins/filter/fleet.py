@@ -62,16 +62,17 @@ def worker_urls(hosts, hostvars):
 def fleet_summary_rows(order, batches, hostvars):
     """``plan.order | inferops.sglang.fleet_summary_rows(plan.batches, hostvars)``: one row per planned host.
 
-    Reads each host's ``__cutover_summary`` (set by the cutover role) and ``__fleet_failure`` (set by the
-    rollout play when a host failed); see module_utils ``_fleet.summary_rows``.
+    Reads each host's ``inferops_sglang_cutover`` (the cutover role's declared output) and
+    ``inferops_sglang_failure`` (``{msg, task}``, set by the rollout play of ``playbooks/site.yml`` when a host
+    failed); see module_utils ``_fleet.summary_rows``.
     """
     results = {}
     failures = {}
     for host in order:
-        summary = _hostvar(hostvars, host, '__cutover_summary')
+        summary = _hostvar(hostvars, host, 'inferops_sglang_cutover')
         if summary:
             results[host] = summary
-        failure = _hostvar(hostvars, host, '__fleet_failure')
+        failure = _hostvar(hostvars, host, 'inferops_sglang_failure')
         if failure:
             failures[host] = failure
     return _fleet.summary_rows(list(order), list(batches), results, failures)

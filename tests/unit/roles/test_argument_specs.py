@@ -103,4 +103,4 @@ def test_every_entry_point_is_a_tasks_file(role):
 
 
 def test_every_role_has_a_spec():
-    assert ROLES == ["cuda_env", "cutover", "facts", "fleet", "router", "service"]
+    assert ROLES == ["cuda_env", "cutover", "facts", "fleet", "known_good", "router", "service"]
