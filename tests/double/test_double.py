@@ -11,9 +11,11 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import ssl
 import sys
 import threading
 import time
@@ -34,15 +36,16 @@ def _import_double_parser():
     sys.path.insert(0, str(HERE))
     try:
         from sglang.srt.server_args import ServerArgs as server_args_cls, prepare_server_args as prepare
+        from sglang.srt import server_args_config_parser as config_parser
     finally:
         sys.path.remove(str(HERE))
         for key in [k for k in sys.modules if k == "sglang" or k.startswith("sglang.")]:
             del sys.modules[key]
         sys.modules.update(saved)
-    return server_args_cls, prepare
+    return server_args_cls, prepare, config_parser
 
 
-ServerArgs, prepare_server_args = _import_double_parser()
+ServerArgs, prepare_server_args, config_parser = _import_double_parser()
 
 REFERENCE_ARGV = (
     "--model-path /shared/kimi-k2.5-int4 --tp 8 --trust-remote-code --cuda-graph-max-bs 128 "
@@ -346,6 +349,157 @@ def test_cli_errors_exit_like_sglang(tmp_path):
     assert draft.returncode == 1 and "nodraft" in draft.stderr
     version = run("-c", "import sys; from sglang.cli import main; sys.exit(main())", "version")
     assert version.returncode == 0 and "sglang version: 0.5.9" in version.stdout
+
+
+# --------------------------------------------------------------------------- --config FILE
+def write(path, text):
+    path = Path(path)
+    path.write_text(text)
+    return str(path)
+
+
+def test_config_file_is_merged_under_the_command_line(tmp_path):
+    cfg = write(tmp_path / "server.yaml", """\
+---
+# server arguments, dash spelling as on the command line
+model-path: /models/from-file     # comment after a value
+tp: 2                             # prefix of --tensor-parallel-size, as on the command line
+mem-fraction-static: 0.8
+trust-remote-code: true           # store_true + true  -> the bare flag
+enable-metrics: false             # store_true + false -> left out
+served-model-name: "kimi #2"      # '#' inside quotes is not a comment
+api-key: 'it''s-a-key'
+cuda-graph-bs:
+  - 1
+  - 2
+numa-node: [0, 1]
+json-model-override-args: '{"a": 1}'
+chat-template: null               # null -> "None", as SGLang's str(value)
+lora-backend: triton
+""")
+    args = prepare_server_args(["--config", cfg, "--tp-size", "4", "--lora-backend", "csgmv"])
+    assert args.model_path == "/models/from-file"
+    assert args.tp_size == 4 and args.lora_backend == "csgmv"  # the command line wins
+    assert args.mem_fraction_static == 0.8 and args.trust_remote_code is True
+    assert args.enable_metrics is False
+    assert args.served_model_name == "kimi #2" and args.api_key == "it's-a-key"
+    assert args.cuda_graph_bs == [1, 2] and args.numa_node == [0, 1]
+    assert args.json_model_override_args == '{"a": 1}' and args.chat_template == "None"
+    assert "config" not in args.asdict()  # 0.5.9's ServerArgs has no config field
+    # what SGLang's merger builds: file arguments first, then argv without "--config FILE"
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    merged = config_parser.merge_config_with_args(["--port", "1", "--config", cfg, "--tp-size", "4"], parser)
+    assert merged[:4] == ["--model-path", "/models/from-file", "--tp", "2"]
+    assert merged[-4:] == ["--port", "1", "--tp-size", "4"] and "--enable-metrics" not in merged
+    assert merged[merged.index("--trust-remote-code") + 1].startswith("--")  # bare flag
+    # a command line without the exact token "--config" is not merged (SGLang checks `"--config" in argv`)
+    assert prepare_server_args(["--model-path", "m", "--config=" + cfg]).model_path == "m"
+    # an empty file (or only comments) adds nothing
+    assert prepare_server_args(["--config", write(tmp_path / "empty.yml", "# nothing\n"),
+                                "--model-path", "m"]).tp_size == 1
+
+
+@pytest.mark.parametrize("text, message", [
+    ("model_path: /m\n", "the following arguments are required: --model-path/--model"),  # --model_path is no option
+    ("model-path: /m\nskip-server-warmup: 1\n", "unrecognized arguments: 1"),
+    ("model-path: /m\nserved-model-name: false\ntp: two\n", "argument --tensor-parallel-size/--tp-size: invalid int value: 'two'"),
+])
+def test_config_values_go_through_argparse(tmp_path, capsys, text, message):
+    with pytest.raises(SystemExit) as exc:
+        prepare_server_args(["--config", write(tmp_path / "c.yaml", text)])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_config_underscore_spelling_of_a_flag_is_rejected_as_in_sglang(tmp_path, capsys):
+    # SGLang's merger normalizes dashes only to look up store_true flags; the option it
+    # writes keeps the key as spelled, and argparse has no --trust_remote_code.
+    with pytest.raises(SystemExit):
+        prepare_server_args(["--config", write(tmp_path / "c.yaml", "model-path: /m\ntrust_remote_code: true\n")])
+    assert "unrecognized arguments: --trust_remote_code" in capsys.readouterr().err
+    falsy = prepare_server_args(["--config", write(tmp_path / "d.yaml", "model-path: /m\nserved-model-name: false\n")])
+    assert falsy.served_model_name == "false"  # a bool for a non-flag option: "--key false"
+
+
+@pytest.mark.parametrize("argv, name, text, error", [
+    (["--config", "{a}", "--config", "{a}"], "a.yaml", "tp: 1\n", "Multiple config files specified! Only one allowed."),
+    (["--model-path", "m", "--config"], None, None, "No config file specified after --config flag!"),
+    (["--config", "{a}"], "a.json", "{}", "Config file must be YAML format, got: .json"),
+    (["--config", "{a}"], "a.YML", "- a\n- b\n", "Config file must contain a dictionary at root level"),
+    (["--config", "{a}"], "a.yaml", "just a string\n", "Config file must contain a dictionary at root level"),
+    (["--config", "{missing}"], None, None, "Config file not found: {missing}"),
+    (["--config", "{a}"], "a.yaml", "lora-paths: [x=/a]\n", "Unsupported config option 'lora_paths' with action 'LoRAPathAction'"),
+])
+def test_config_errors_are_sglangs_value_errors(tmp_path, argv, name, text, error):
+    a = write(tmp_path / name, text) if name else None
+    fill = {"a": a, "missing": str(tmp_path / "missing.yaml")}
+    with pytest.raises(ValueError) as exc:
+        prepare_server_args([arg.format(**fill) for arg in argv])
+    assert str(exc.value) == error.format(**fill)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("a:\n  b: 1\n", "nested mappings are not read"),
+    ("a: {b: 1}\n", "flow mappings ({...}) are not read"),
+    ("a: [1, [2]]\n", "nested lists are not read"),
+    ("a: [1, 2\n", "must close on the same line"),
+    ("a: &x 1\nb: *x\n", "anchors, aliases and tags are not read"),
+    ("a: |\n  text\n", "block scalars (| and >) are not read"),
+    ("a: 017\n", "leading zero"),
+    ("a: 1_000\n", "underscores"),
+    ("a: 0x1f\n", "hex/binary/octal"),
+    ("a: 2026-01-02\n", "date/timestamp"),
+    ("a: one\n  two\n", "multi-line values are not read"),
+    ("a: 'open\n", "unterminated single-quoted string"),
+    ("\ta: 1\n", "a tab in the indentation"),
+    ("1: x\n", "is not a string in YAML"),
+    ("a: 1\n---\nb: 2\n", "only one YAML document"),
+    ("a: b: c\n", "nested mappings are not read"),
+])
+def test_config_outside_the_yaml_subset_is_a_clear_error_exit_2(tmp_path, capsys, text, fragment):
+    path = write(tmp_path / "c.yaml", text)
+    with pytest.raises(SystemExit) as exc:
+        prepare_server_args(["--model-path", "m", "--config", path])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--config %s: line " % path in err and fragment in err, err
+
+
+def test_yaml_subset_reads_like_pyyaml_safe_load():
+    yaml = pytest.importorskip("yaml")
+    docs = [
+        "---\na: 1\nb: -2\nc: 0.5\nd: .5\ne: 1.\nf: +3\ng: 1.0e+3\nh: 1e3\ni: -.inf\n",
+        "t: [true, True, yes, On, false, no, OFF, null, ~, Null]\nu:\nv: ''\n",
+        "s: 'it''s'\nd: \"tab\\there \\u00e9 \\x41 \\\"q\\\"\"\nurl: http://h:80/p#frag # comment\nx: a#b\n",
+        "l:\n- 1\n- two\n- 'three'\nm:\n    - x   # c\n    - \"y\"\nn: [a, 'b, c', \"d\",]\no: []\n",
+        "\ufeff# only a comment\n", "", "- a\n- b\n", "scalar\n", "[1, 2]\n",
+        "'quoted key': v\n\"k2\": [ 1 , 2 ]\n--flag: --value\ndup: 1\ndup: 2\n",
+    ]
+    for doc in docs:
+        ours = config_parser.load_yaml_subset(doc)
+        assert repr(ours) == repr(yaml.safe_load(doc)), doc
+
+
+def test_config_exit_codes_from_the_launchers(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(HERE))
+    model = make_model(tmp_path / "m")
+
+    def run(*argv):
+        return subprocess.run([PY, *argv], capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False)
+
+    missing = run("-m", "sglang.launch_server", "--config", str(tmp_path / "nope.yaml"))
+    assert missing.returncode == 1
+    assert "ValueError: Config file not found: %s" % (tmp_path / "nope.yaml") in missing.stderr
+    two = run("-m", "sglang.launch_server", "--config", "a.yaml", "--config", "b.yaml")
+    assert two.returncode == 1 and "ValueError: Multiple config files specified! Only one allowed." in two.stderr
+    subset = run("-m", "sglang.launch_server", "--config", write(tmp_path / "s.yaml", "a: {b: 1}\n"))
+    assert subset.returncode == 2 and "launch_server.py: error: --config" in subset.stderr
+    assert "Traceback" not in subset.stderr
+    # sglang serve (0.5.9 cli/serve.py) wants "--model-path" itself on the command line
+    in_file = write(tmp_path / "f.yaml", "model-path: %s\n" % model)
+    serve = run("-c", "import sys; from sglang.cli import main; sys.exit(main())", "serve", "--config", in_file)
+    assert serve.returncode == 1 and "Error: --model-path is required." in serve.stderr
+    alias = run("-c", "import sys; from sglang.cli import main; sys.exit(main())", "serve", "--model", str(model))
+    assert alias.returncode == 1 and "Error: --model-path is required." in alias.stderr
 
 
 # --------------------------------------------------------------------------- tp=2 server, observed from its start
@@ -659,16 +813,176 @@ def test_tools_checked_at_load(servers, tmp_path):
         wait_for(lambda: not server.members(), 5, what="failed tree gone")
 
 
-def test_api_key_protects_everything_but_health(servers):
-    server = servers("--api-key", "sk-test")
-    server.wait_ready()
-    assert server.get("/v1/models")[0] == 401
-    assert server.get("/get_server_info")[0] == 401
-    assert server.get("/v1/models", headers={"Authorization": "Bearer wrong"})[0] == 401
-    assert server.get("/v1/models", headers={"Authorization": "Bearer sk-test"})[0] == 200
-    assert server.request("POST", "/v1/chat/completions", body={"messages": [{"role": "user", "content": "x"}]},
-                          headers={"Authorization": "Bearer sk-test"})[0] == 200
-    assert server.get("/health")[0] == 200
+SERVER_ARGS_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] server_args=ServerArgs\(model_path='([^']*)', "
+                              r"tokenizer_path='\1', .*\)$", re.M)
+
+
+def test_api_keys_as_0_5_9_enforces_them_and_server_args_log_line(servers, tmp_path):
+    # keys from a --config file, the port from the command line
+    both_cfg = write(tmp_path / "both.yaml", "api-key: sk-user\nadmin-api-key: sk-admin\n")
+    both = servers("--config", both_cfg)
+    user_only = servers("--api-key", "sk-user")
+    admin_only = servers("--admin-api-key", "sk-admin")
+    for server in (both, user_only, admin_only):
+        server.wait_ready()
+    user, admin = {"Authorization": "Bearer sk-user"}, {"Authorization": "Bearer sk-admin"}
+
+    # the launcher logs every server argument at INFO, keys in clear text (0.5.9 engine._launch_subprocesses)
+    lines = SERVER_ARGS_LINE.findall(both.log())
+    assert lines == [str(both.model)], both.log()
+    line = next(l for l in both.log().splitlines() if "server_args=ServerArgs(" in l)
+    assert "api_key='sk-user', admin_api_key='sk-admin'" in line and "port=%d," % both.port in line
+    assert ", config=" not in line
+
+    # both keys: normal endpoints take only the api key, admin endpoints only the admin key
+    status, body = both.get("/v1/models")
+    assert (status, body) == (401, b'{"error":"Unauthorized"}')
+    assert both.get("/v1/models", headers=user)[0] == 200
+    assert both.get("/v1/models", headers={"Authorization": "bearer sk-user"})[0] == 200
+    assert both.get("/v1/models", headers=admin)[0] == 401
+    assert both.get("/v1/models", headers={"Authorization": "Bearer  sk-user"})[0] == 401
+    assert both.get("/v1/models", headers={"Authorization": "sk-user"})[0] == 401
+    assert both.get("/flush_cache", headers=user) == (401, b'{"error":"Unauthorized"}')
+    assert both.request("POST", "/flush_cache", headers=admin)[0] == 200
+    status, body = both.get("/hicache/storage-backend", headers=admin)
+    assert status == 200 and json.loads(body)["hicache_storage_prefetch_policy"] == "best_effort"
+    # exempt: every path starting with /health or /metrics, and OPTIONS
+    assert both.get("/health")[0] == 200 and both.get("/health_generate")[0] == 200
+    assert both.get("/healthz")[0] == 404 and both.get("/metrics")[0] == 404  # no --enable-metrics
+    status, _ = both.request("OPTIONS", "/v1/models", headers={
+        "Origin": "http://ui.example", "Access-Control-Request-Method": "GET"})
+    assert status == 200  # CORS preflight
+    assert both.request("OPTIONS", "/v1/models")[0] == 405
+    # unknown paths and wrong methods are NORMAL: the api key first, then 404/405
+    assert both.get("/nope")[0] == 401 and both.get("/nope", headers=user)[0] == 404
+    assert both.request("POST", "/v1/models")[0] == 401
+    assert both.request("POST", "/v1/models", headers=user)[0] == 405
+    assert both.request("PUT", "/flush_cache", headers=user)[0] == 405  # no route match: NORMAL level
+
+    # api key only: it opens everything, admin endpoints included
+    assert user_only.get("/v1/models")[0] == 401 and user_only.get("/get_server_info")[0] == 401
+    assert user_only.get("/v1/models", headers={"Authorization": "Bearer wrong"})[0] == 401
+    assert user_only.request("POST", "/v1/chat/completions", body={"messages": [{"role": "user", "content": "x"}]},
+                             headers=user)[0] == 200
+    assert user_only.get("/flush_cache")[0] == 401
+    assert user_only.get("/flush_cache", headers=user)[0] == 200
+    status, body = user_only.get("/hicache/storage-backend", headers=user)
+    assert status == 400 and json.loads(body)["error"].startswith("This endpoint requires admin API key")
+    assert user_only.get("/health")[0] == 200
+
+    # admin key only: normal endpoints are open, admin endpoints need it
+    assert admin_only.get("/v1/models")[0] == 200
+    assert admin_only.get("/flush_cache")[0] == 401
+    assert admin_only.get("/flush_cache", headers=admin)[0] == 200
+
+
+def make_cert(directory, name, password=None):
+    """A self-signed certificate for 127.0.0.1/localhost, made with the openssl command line."""
+    key, cert = Path(directory) / ("%s.key" % name), Path(directory) / ("%s.crt" % name)
+    cmd = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-days", "2", "-subj", "/CN=localhost",
+           "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)]
+    cmd += ["-passout", "pass:%s" % password] if password else ["-nodes"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return str(key), str(cert)
+
+
+def https_get(port, path, cafile, timeout=5):
+    """(status, body, server certificate DER); status None when the port is closed."""
+    ctx = ssl.create_default_context(cafile=cafile)
+    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout, context=ctx)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read(), conn.sock.getpeercert(binary_form=True)
+    except (ConnectionRefusedError, ConnectionResetError):
+        return None, b"", None
+    finally:
+        conn.close()
+
+
+def test_ssl_flags_are_0_5_10s_and_absent_by_default(tmp_path, capsys, monkeypatch):
+    key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
+    key.write_text("x")
+    cert.write_text("x")
+    monkeypatch.delenv("SGLANG_DOUBLE_SSL", raising=False)
+    with pytest.raises(SystemExit) as exc:  # 0.5.9 has no TLS flags
+        prepare_server_args(["--model-path", "m", "--ssl-keyfile", str(key), "--ssl-certfile", str(cert)])
+    assert exc.value.code == 2 and "unrecognized arguments: --ssl-keyfile" in capsys.readouterr().err
+    assert "ssl_certfile" not in prepare_server_args(["--model-path", "m"]).asdict()
+    monkeypatch.setenv("SGLANG_DOUBLE_SSL", "1")
+    args = prepare_server_args(["--model-path", "m", "--ssl-keyfile", str(key), "--ssl-certfile", str(cert),
+                                "--ssl-keyfile-password", "pw", "--port", "8443"])
+    assert (args.ssl_keyfile, args.ssl_certfile, args.ssl_ca_certs) == (str(key), str(cert), None)
+    assert args.ssl_keyfile_password == "pw" and args.enable_ssl_refresh is False
+    assert args.url() == "https://127.0.0.1:8443"
+    for argv, message in [
+        (["--ssl-keyfile", str(key)], "--ssl-keyfile requires --ssl-certfile to be specified as well."),
+        (["--ssl-certfile", str(cert)], "--ssl-certfile requires --ssl-keyfile to be specified as well."),
+        (["--ssl-ca-certs", str(cert)], "--ssl-ca-certs has no effect without --ssl-certfile and --ssl-keyfile."),
+        (["--ssl-keyfile-password", "pw"],
+         "--ssl-keyfile-password has no effect without --ssl-certfile and --ssl-keyfile."),
+        (["--ssl-keyfile", str(tmp_path / "no.key"), "--ssl-certfile", str(cert)],
+         "SSL key file not found: '%s'. Please check the --ssl-keyfile path." % (tmp_path / "no.key")),
+        (["--enable-ssl-refresh"], "--enable-ssl-refresh requires --ssl-certfile and --ssl-keyfile to be specified."),
+    ]:
+        with pytest.raises(ValueError) as err:
+            prepare_server_args(["--model-path", "m", *argv])
+        assert str(err.value) == message
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command line")
+def test_tls_serves_https_only_with_the_same_timing(servers, tmp_path):
+    key, cert = make_cert(tmp_path, "a")
+    enc_key, enc_cert = make_cert(tmp_path, "enc", password="s3cret")
+    tls_env = {"SGLANG_DOUBLE_SSL": "1", "SGLANG_DOUBLE_LOAD_SECONDS": "0.8", "SGLANG_DOUBLE_WARMUP_SECONDS": "0.4"}
+    server = servers("--ssl-keyfile", key, "--ssl-certfile", cert, "--enable-ssl-refresh", env=tls_env)
+    enc = servers("--ssl-keyfile", enc_key, "--ssl-certfile", enc_cert, "--ssl-keyfile-password", "s3cret",
+                  "--ssl-ca-certs", enc_cert, env=tls_env)
+    wrong = servers("--ssl-keyfile", enc_key, "--ssl-certfile", enc_cert, "--ssl-keyfile-password", "nope",
+                    env=tls_env)
+    phases = []  # (seconds since start, port open, https /health status)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and server.proc.poll() is None:
+        opened = server.port_open()
+        phases.append((time.monotonic() - server.started, opened,
+                       https_get(server.port, "/health", cert)[0] if opened else None))
+        if phases[-1][2] == 200:
+            break
+        time.sleep(0.03)
+    assert phases[-1][2] == 200, (phases, server.log())
+    closed = [p for p in phases if not p[1]]
+    assert closed and closed[-1][0] >= 0.6, phases  # port closed for the load
+    assert any(p[1] and p[2] == 503 for p in phases), phases  # warm-up answered over TLS
+    status, body, der = https_get(server.port, "/v1/models", cert)
+    assert status == 200 and json.loads(body)["object"] == "list"
+    # plain HTTP on the TLS port gets no HTTP answer at all
+    try:
+        plain = server.get("/health", timeout=3)[0]
+    except (http.client.HTTPException, OSError):
+        plain = None
+    assert plain != 200 and plain is None
+    log = server.log()
+    assert "SSL enabled: certfile=%s, keyfile=%s" % (cert, key) in log
+    assert "Uvicorn running on https://127.0.0.1:%d (Press CTRL+C to quit)" % server.port in log
+    assert "SSL is enabled but --ssl-ca-certs was not provided." in log
+    assert "ssl_certfile='%s'" % cert in log and "enable_ssl_refresh=True" in log
+    # encrypted key with its password (logged in clear in server_args=...)
+    wait_for(lambda: https_get(enc.port, "/health", enc_cert)[0] == 200 or enc.proc.poll() is not None, 15,
+             what="encrypted-key server ready")
+    assert enc.proc.poll() is None, enc.log()
+    assert "ssl_keyfile_password='s3cret'" in enc.log()
+    assert "--ssl-ca-certs was not provided" not in enc.log()
+    # a wrong key password fails after the load, before the port opens: exit 1
+    assert wrong.wait_exit(timeout=15) == 1
+    assert "SSLError" in wrong.log() and not wrong.port_open()
+    # --enable-ssl-refresh: new files are served to new connections
+    new_key, new_cert = make_cert(tmp_path, "b")
+    shutil.copyfile(new_key, key)
+    shutil.copyfile(new_cert, cert)
+    wait_for(lambda: "SSL cert/key reloaded successfully." in server.log(), 10, what="certificate reload")
+    status, _, new_der = https_get(server.port, "/health", new_cert)
+    assert status == 200 and new_der != der
 
 
 def test_two_node_replica_rendezvous_then_rank1_serves_dummy_health(servers):

@@ -47,6 +47,7 @@ SGLANG_DOUBLE_GPU_MEM_GIB          95.59       GPU size quoted in the OOM messag
 SGLANG_DOUBLE_DP_PDEATHSIG         0           1: dp schedulers die with their controller
 SGLANG_DOUBLE_EXIT_STYLE           clean       "sglang": end as 0.5.9 does, with SIGKILL to
                                                the tree and to the launcher itself
+SGLANG_DOUBLE_SSL                  0           1: add 0.5.10's --ssl-* flags (0.5.9 has none)
 SGLANG_DOUBLE_FAIL                 (none)      comma-separated failure modes, below
 =================================  ==========  =================================================
 

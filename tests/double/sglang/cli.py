@@ -26,6 +26,12 @@ def _serve(extra_argv: List[str]) -> int:
         except SystemExit:
             pass
         return 0
+    # 0.5.9's cli/serve.py reads the model path from argv itself (cli/utils.py
+    # get_model_path: only "--model-path X" or "--model-path=X") before any parsing, so
+    # neither the --model alias nor a model-path from a --config file is enough there.
+    if not any(a == "--model-path" and i + 1 < len(extra_argv) or a.startswith("--model-path=")
+               for i, a in enumerate(extra_argv)):
+        raise Exception("Error: --model-path is required. Please provide the path to the model.")
     run_server(prepare_server_args(extra_argv))
     return 0
 

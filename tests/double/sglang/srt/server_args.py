@@ -14,14 +14,21 @@ Like SGLang, the primary spelling of the parallelism sizes is the long one
 SGLang. The table below is a large subset of 0.5.9's ~330 flags; prefix
 matching can therefore accept an abbreviation that real SGLang finds
 ambiguous (see README.md).
+
+``--config FILE`` is merged as 0.5.9's ``prepare_server_args`` does (see
+``server_args_config_parser``). The TLS flags of 0.5.10 (``since=0.5.10``)
+exist only with ``SGLANG_DOUBLE_SSL=1``; 0.5.9 has none.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 from typing import Any, Dict, List, Optional
+
+from sglang.srt.server_args_config_parser import ConfigSubsetError, merge_config_with_args
 
 # Choice lists as SGLang 0.5.9 has them.
 _CHOICES: Dict[str, List[Any]] = {
@@ -109,6 +116,12 @@ _SPEC = r"""
 --skip-server-warmup                              flag
 --warmups                                         str
 --nccl-port                                       int
+# SSL/TLS: not in 0.5.9; added by 0.5.10 (only with SGLANG_DOUBLE_SSL=1)
+--ssl-keyfile                                     str   since=0.5.10
+--ssl-certfile                                    str   since=0.5.10
+--ssl-ca-certs                                    str   since=0.5.10
+--ssl-keyfile-password                            str   since=0.5.10
+--enable-ssl-refresh                              flag  since=0.5.10
 # Quantization and data type
 --dtype                                           str   default=auto choices=@DTYPE
 --quantization                                    str   choices=@QUANTIZATION
@@ -260,6 +273,7 @@ _SPEC = r"""
 --hicache-io-backend                              str   default=kernel choices=@HICACHE_IO
 --hicache-mem-layout                              str   default=layer_first choices=@HICACHE_LAYOUT
 --hicache-storage-backend                         str   choices=@HICACHE_STORAGE
+--hicache-storage-prefetch-policy                 str   default=best_effort choices=best_effort|wait_complete|timeout
 --hicache-storage-backend-extra-config            str
 --enable-lmcache                                  flag
 # Offloading
@@ -331,7 +345,7 @@ _SPEC = r"""
 --mm-max-concurrent-calls                         int   default=32
 --decrypted-config-file                           str
 --decrypted-draft-config-file                     str
---config                                          str
+--config                                          str   nofield
 """
 
 # SGLang's attribute names for flags whose first spelling differs.
@@ -368,8 +382,8 @@ def _parse_spec() -> List[Dict[str, Any]]:
         kind, attrs = rest[0], rest[1:]
         entry: Dict[str, Any] = {"options": options, "kind": kind, "required": False}
         for attr in attrs:
-            if attr == "required":
-                entry["required"] = True
+            if attr in ("required", "nofield"):
+                entry[attr] = True
                 continue
             key, dummy, value = attr.partition("=")
             entry[key] = value
@@ -417,6 +431,16 @@ def _add_entry(parser: argparse.ArgumentParser, entry: Dict[str, Any]) -> None:
 _ENTRIES = _parse_spec()
 
 
+def ssl_flags_enabled() -> bool:
+    """SGLANG_DOUBLE_SSL=1: add 0.5.10's TLS flags (0.5.9 has none)."""
+    return os.environ.get("SGLANG_DOUBLE_SSL", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _active_entries() -> List[Dict[str, Any]]:
+    with_ssl = ssl_flags_enabled()
+    return [e for e in _ENTRIES if with_ssl or "since" not in e]
+
+
 def _dest_of(entry: Dict[str, Any]) -> str:
     if "dest" in entry:
         return entry["dest"]
@@ -424,7 +448,8 @@ def _dest_of(entry: Dict[str, Any]) -> str:
 
 
 def _field_names() -> List[str]:
-    return [_RENAMES.get(_dest_of(e), _dest_of(e)) for e in _ENTRIES]
+    # --config is a parser option only: 0.5.9's ServerArgs dataclass has no field for it.
+    return [_RENAMES.get(_dest_of(e), _dest_of(e)) for e in _active_entries() if not e.get("nofield")]
 
 
 class ServerArgs:
@@ -452,16 +477,40 @@ class ServerArgs:
             raise ValueError("tp_size must be divisible by number of nodes")
         if self.enable_dp_attention and self.tp_size % self.dp_size != 0:
             raise ValueError("tp_size must be divisible by dp_size when dp attention is enabled")
+        if hasattr(self, "ssl_certfile"):
+            self._handle_ssl_validation()
+
+    def _handle_ssl_validation(self) -> None:
+        # Same checks and messages as 0.5.10's ServerArgs._handle_ssl_validation
+        # (run from __post_init__, so a bad combination fails before the load).
+        if self.ssl_keyfile and not self.ssl_certfile:
+            raise ValueError("--ssl-keyfile requires --ssl-certfile to be specified as well.")
+        if self.ssl_certfile and not self.ssl_keyfile:
+            raise ValueError("--ssl-certfile requires --ssl-keyfile to be specified as well.")
+        if not self.ssl_certfile and not self.ssl_keyfile:
+            if self.ssl_ca_certs:
+                raise ValueError("--ssl-ca-certs has no effect without --ssl-certfile and --ssl-keyfile.")
+            if self.ssl_keyfile_password:
+                raise ValueError("--ssl-keyfile-password has no effect without --ssl-certfile and --ssl-keyfile.")
+        for value, what, flag in ((self.ssl_keyfile, "SSL key file", "--ssl-keyfile"),
+                                  (self.ssl_certfile, "SSL certificate file", "--ssl-certfile"),
+                                  (self.ssl_ca_certs, "SSL CA certificates file", "--ssl-ca-certs")):
+            if value and not os.path.isfile(value):
+                raise ValueError("%s not found: '%s'. Please check the %s path." % (what, value, flag))
+        if self.enable_ssl_refresh and not (self.ssl_certfile and self.ssl_keyfile):
+            raise ValueError("--enable-ssl-refresh requires --ssl-certfile and --ssl-keyfile to be specified.")
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
-        for entry in _ENTRIES:
+        for entry in _active_entries():
             _add_entry(parser, entry)
 
     @classmethod
     def from_cli_args(cls, args: argparse.Namespace) -> "ServerArgs":
         values = {}
-        for entry in _ENTRIES:
+        for entry in _active_entries():
+            if entry.get("nofield"):
+                continue
             dest = _dest_of(entry)
             values[_RENAMES.get(dest, dest)] = getattr(args, dest)
         return cls(**values)
@@ -473,7 +522,9 @@ class ServerArgs:
         host = self.host
         if ":" in host and not host.startswith("["):
             host = "[%s]" % host
-        return "http://%s:%d" % (host, self.port)
+        # 0.5.10's ServerArgs.url: https once --ssl-certfile is given
+        scheme = "https" if getattr(self, "ssl_certfile", None) else "http"
+        return "%s://%s:%d" % (scheme, host, self.port)
 
     def __repr__(self) -> str:
         inner = ", ".join("%s=%r" % (k, v) for k, v in self.asdict().items())
@@ -484,11 +535,21 @@ class ServerArgs:
 
 
 def prepare_server_args(argv: List[str]) -> ServerArgs:
-    """Parse a command line as ``python -m sglang.launch_server`` does."""
+    """Parse a command line as ``python -m sglang.launch_server`` does.
+
+    As 0.5.9's ``prepare_server_args``: when the token ``--config`` is present,
+    the YAML file's arguments are put before the command line's (see
+    ``server_args_config_parser``); then argparse parses the result.
+    """
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
+    if "--config" in argv:
+        try:
+            argv = merge_config_with_args(list(argv), parser)
+        except ConfigSubsetError as exc:
+            path = argv[argv.index("--config") + 1]
+            parser.exit(2, "%s: error: --config %s: %s (the SGLang test double reads only a YAML subset: "
+                           "a mapping of scalars and lists of scalars; see tests/double/README.md)\n"
+                        % (parser.prog, path, exc))
     args = parser.parse_args(argv)
-    if args.config is not None:
-        # SGLang merges a YAML file here; the double would silently ignore it.
-        parser.error("--config %s: config files are not supported by the SGLang test double" % args.config)
     return ServerArgs.from_cli_args(args)

@@ -15,8 +15,10 @@ import json
 import logging
 import multiprocessing as mp
 import os
+import hmac
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -57,6 +59,18 @@ logger = logging.getLogger(__name__)
 
 CANNED_TOKENS = ["Hello", " from", " the", " SG", "Lang", " test", " double", "."]
 CANNED_TEXT = "".join(CANNED_TOKENS)  # "Hello from the SGLang test double."
+
+# (path, method) of the double's endpoints marked @auth_level(AuthLevel.ADMIN_OPTIONAL)
+# in 0.5.9's http_server.py (/flush_cache is GET and POST there).
+ADMIN_ROUTES = {("/flush_cache", "GET"), ("/flush_cache", "POST"), ("/hicache/storage-backend", "GET")}
+# 0.5.9 http_server._admin_api_key_missing_response
+ADMIN_KEY_MISSING = ("This endpoint requires admin API key, but this server was started without one "
+                     "(admin-api-key). Restart with --admin-api-key to enable.")
+
+
+def _compact(obj: Any) -> bytes:
+    """JSON as FastAPI's ORJSONResponse writes it (no blanks)."""
+    return json.dumps(obj, separators=(",", ":")).encode()
 
 
 class SimulatedCrash(RuntimeError):
@@ -217,32 +231,44 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
-    def _routes(self) -> Dict[str, Tuple[str, Any]]:
+    def do_OPTIONS(self) -> None:
+        self._dispatch("OPTIONS")
+
+    def _routes(self) -> Dict[str, Tuple[Tuple[str, ...], Any]]:
         return {
-            "/health": ("GET", self.health),
-            "/health_generate": ("GET", self.health),
-            "/v1/models": ("GET", self.models),
-            "/get_server_info": ("GET", self.server_info),
-            "/server_info": ("GET", self.server_info),
-            "/get_model_info": ("GET", self.model_info),
-            "/model_info": ("GET", self.model_info),
-            "/get_load": ("GET", self.get_load),
-            "/metrics": ("GET", self.metrics),
-            "/generate": ("POST", self.generate),
-            "/v1/chat/completions": ("POST", self.chat_completions),
-            "/v1/completions": ("POST", self.completions),
+            "/health": (("GET",), self.health),
+            "/health_generate": (("GET",), self.health),
+            "/v1/models": (("GET",), self.models),
+            "/get_server_info": (("GET",), self.server_info),
+            "/server_info": (("GET",), self.server_info),
+            "/get_model_info": (("GET",), self.model_info),
+            "/model_info": (("GET",), self.model_info),
+            "/get_load": (("GET",), self.get_load),
+            "/metrics": (("GET",), self.metrics),
+            "/generate": (("POST",), self.generate),
+            "/v1/chat/completions": (("POST",), self.chat_completions),
+            "/v1/completions": (("POST",), self.completions),
+            # admin endpoints (AuthLevel.ADMIN_OPTIONAL in 0.5.9, see ADMIN_ROUTES)
+            "/flush_cache": (("GET", "POST"), self.flush_cache),
+            "/hicache/storage-backend": (("GET",), self.hicache_storage_backend),
         }
 
     def _dispatch(self, method: str) -> None:
         path = urlsplit(self.path).path
         body = self._read_body()
-        if not self._authorized(path):
-            self._json(401, {"error": "Unauthorized"})
+        refused = self._auth_refusal(method, path)
+        if refused:
+            self._send(refused, _compact({"error": "Unauthorized" if refused == 401 else "Forbidden"}),
+                       "application/json")
+            return
+        if method == "OPTIONS" and self.headers.get("Origin") is not None \
+                and self.headers.get("Access-Control-Request-Method") is not None:
+            self._cors_preflight()
             return
         routes = self._routes()
         if path in routes and not (path == "/metrics" and not self.st.server_args.enable_metrics):
             allowed, handler = routes[path]
-            if method != allowed:
+            if method not in allowed:
                 self._json(405, {"detail": "Method Not Allowed"})
                 return
             handler(body)
@@ -252,12 +278,51 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._json(404, {"detail": "Not Found"})
 
-    def _authorized(self, path: str) -> bool:
-        key = self.st.server_args.api_key
-        if not key or path.startswith("/health") or path.startswith("/metrics"):
-            return True
-        parts = (self.headers.get("Authorization") or "").split(" ", 1)
-        return len(parts) == 2 and parts[0].lower() == "bearer" and parts[1] == key
+    def _auth_refusal(self, method: str, path: str) -> int:
+        """0 when the request may pass, else the status (401/403) SGLang 0.5.9 answers.
+
+        Follows 0.5.9's sglang/srt/utils/auth.py (decide_request_auth, used by
+        add_api_key_middleware, which http_server.launch_server installs when
+        --api-key or --admin-api-key is set): OPTIONS and every path starting
+        with /health or /metrics pass; an ADMIN_OPTIONAL endpoint (the route
+        matched with its method) needs the admin key when one is set (the api
+        key is then refused), else the api key when one is set; every other
+        request (NORMAL, also unknown paths and wrong methods) needs the api key
+        when one is set (the admin key does not open it) and passes when only
+        the admin key is set. The token is the text after "Bearer " ("bearer"
+        in any case), compared exactly. 0.5.9 has no ADMIN_FORCE endpoint, so
+        403 is never given.
+        """
+        sa = self.st.server_args
+        api_key, admin_key = sa.api_key, sa.admin_api_key
+        if not (api_key or admin_key):
+            return 0
+        if method == "OPTIONS" or path.startswith("/health") or path.startswith("/metrics"):
+            return 0
+        if (path, method) in ADMIN_ROUTES:
+            expected = admin_key or api_key
+        else:
+            expected = api_key
+        if not expected:
+            return 0
+        scheme, sep, token = (self.headers.get("Authorization") or "").partition(" ")
+        ok = bool(sep) and scheme.lower() == "bearer" and hmac.compare_digest(token.encode(), expected.encode())
+        return 0 if ok else 401
+
+    def _cors_preflight(self) -> None:
+        # Starlette's CORSMiddleware as 0.5.9 configures it (allow_origins=["*"],
+        # allow_credentials=True, allow_methods=["*"], allow_headers=["*"]).
+        headers = {
+            "Vary": "Origin",
+            "Access-Control-Allow-Methods": "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT",
+            "Access-Control-Max-Age": "600",
+            "Access-Control-Allow-Credentials": "true",
+            "Access-Control-Allow-Origin": self.headers.get("Origin") or "",
+        }
+        requested = self.headers.get("Access-Control-Request-Headers")
+        if requested:
+            headers["Access-Control-Allow-Headers"] = requested
+        self._send(200, b"OK", "text/plain; charset=utf-8", headers)
 
     # ---- endpoints
     def health(self, _body: bytes) -> None:
@@ -329,6 +394,26 @@ class _Handler(BaseHTTPRequestHandler):
             lines.append("sglang:num_running_reqs{%s} %d" % (labels, load["num_reqs"]))
             lines.append("sglang:num_queue_reqs{%s} %d" % (labels, load["num_waiting_reqs"]))
         self._send(200, ("\n".join(lines) + "\n").encode(), "text/plain; version=0.0.4; charset=utf-8")
+
+    def flush_cache(self, _body: bytes) -> None:
+        # 0.5.9 http_server.flush_cache: refused (400) while requests are running or waiting.
+        busy = self.st.total_inflight() > 0
+        self._send(400 if busy else 200, (
+            "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
+            "waiting requests, the operation will not be performed.)\n").encode())
+
+    def hicache_storage_backend(self, _body: bytes) -> None:
+        # 0.5.9 http_server.hicache_storage_backend_status: 400 when no admin key was set.
+        sa = self.st.server_args
+        if not sa.admin_api_key:
+            self._send(400, _compact({"error": ADMIN_KEY_MISSING}), "application/json")
+            return
+        self._send(200, _compact({
+            "hicache_storage_backend": sa.hicache_storage_backend,
+            "hicache_storage_backend_extra_config": sa.hicache_storage_backend_extra_config,
+            "hicache_storage_prefetch_policy": sa.hicache_storage_prefetch_policy,
+            "hicache_write_policy": sa.hicache_write_policy,
+        }), "application/json")
 
     # ---- generation
     def _parse_json(self, body: bytes) -> Optional[Dict[str, Any]]:
@@ -483,15 +568,94 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 2048
+    ssl_context: Optional[ssl.SSLContext] = None
+
+    def get_request(self):
+        sock, addr = super().get_request()
+        if self.ssl_context is not None:
+            # the handshake runs in the request's thread (finish_request), not in the accept loop
+            sock = self.ssl_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, addr
+
+    def finish_request(self, request, client_address) -> None:
+        if self.ssl_context is not None:
+            try:
+                request.settimeout(10.0)
+                request.do_handshake()
+                request.settimeout(None)
+            except (ssl.SSLError, OSError):
+                # plain HTTP (or a failed handshake) on the TLS port: the connection is
+                # closed without an HTTP answer, as uvicorn's SSL transport does
+                return
+        super().finish_request(request, client_address)
 
 
-def _make_httpd(host: str, port: int, handler, state: ServerState) -> _HTTPServer:
+def make_ssl_context(sa) -> ssl.SSLContext:
+    """The server context uvicorn builds from 0.5.10's ssl_* arguments (uvicorn.config.create_ssl_context).
+
+    TLS server, certificate chain from --ssl-certfile/--ssl-keyfile (key password
+    --ssl-keyfile-password), no client certificate asked for (uvicorn's default
+    ssl_cert_reqs CERT_NONE), --ssl-ca-certs loaded as verify locations.
+    """
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    password = sa.ssl_keyfile_password
+    ctx.load_cert_chain(sa.ssl_certfile, sa.ssl_keyfile, (lambda: password) if password else None)
+    ctx.verify_mode = ssl.CERT_NONE
+    if sa.ssl_ca_certs:
+        ctx.load_verify_locations(sa.ssl_ca_certs)
+    return ctx
+
+
+class _SSLRefresher(threading.Thread):
+    """--enable-ssl-refresh: reload the chain when the files change (0.5.10 entrypoints/ssl_utils.py
+    SSLCertRefresher; it watches with watchfiles, the double polls mtimes every 0.5 s).
+    As there, the reload passes no key password and a failed reload keeps the old chain."""
+
+    def __init__(self, ctx: ssl.SSLContext, key: str, cert: str, ca: Optional[str]):
+        super().__init__(name="ssl-refresh", daemon=True)
+        self.ctx, self.key, self.cert, self.ca = ctx, key, cert, ca
+        self.stamps = self._stamps()
+
+    def _stamp(self, path: Optional[str]):
+        try:
+            st = os.stat(path) if path else None
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino) if st else None
+
+    def _stamps(self):
+        return [self._stamp(self.cert), self._stamp(self.key), self._stamp(self.ca)]
+
+    def run(self) -> None:
+        while True:
+            time.sleep(0.5)
+            now = self._stamps()
+            if now[:2] != self.stamps[:2]:
+                logger.info("SSL cert/key file change detected, reloading: cert=%s key=%s", self.cert, self.key)
+                try:
+                    self.ctx.load_cert_chain(self.cert, self.key)
+                    logger.info("SSL cert/key reloaded successfully.")
+                except Exception:  # noqa: BLE001
+                    logger.exception("Failed to reload SSL cert/key \u2014 continuing with previous certificates.")
+            if self.ca and now[2] != self.stamps[2]:
+                logger.info("SSL CA file change detected, reloading: ca=%s", self.ca)
+                try:
+                    self.ctx.load_verify_locations(self.ca)
+                    logger.info("SSL CA certificates reloaded successfully.")
+                except Exception:  # noqa: BLE001
+                    logger.exception("Failed to reload SSL CA certificates \u2014 continuing with previous CA bundle.")
+            self.stamps = now
+
+
+def _make_httpd(host: str, port: int, handler, state: ServerState,
+                ssl_context: Optional[ssl.SSLContext] = None) -> _HTTPServer:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
     class _Server(_HTTPServer):
         address_family = family
 
     httpd = _Server((host, port), handler)
+    httpd.ssl_context = ssl_context
     httpd.double_state = state  # type: ignore[attr-defined]
     level = (state.server_args.log_level_http or state.server_args.log_level or "info").lower()
     httpd.access_log = level in ("debug", "info", "trace")  # type: ignore[attr-defined]
@@ -569,10 +733,15 @@ class _Launcher:
         unknown = sorted(self.modes - set(KNOWN_FAIL_MODES))
         if unknown:
             logger.warning("Unknown SGLANG_DOUBLE_FAIL mode(s) ignored: %s", ", ".join(unknown))
-        logger.info("server_args=%r", sa)
         model_config = check_model_dir(sa.model_path)
         if sa.speculative_draft_model_path:
             check_model_dir(sa.speculative_draft_model_path, what="speculative draft model")
+        # 0.5.9 entrypoints/engine.py _launch_subprocesses (run by http_server.launch_server):
+        # logger.info(f"{server_args=}") at INFO right after configure_logger, i.e.
+        # "[<time>] server_args=ServerArgs(model_path='...', ..., api_key='...', ...)" with every
+        # field's repr, secrets (api_key, admin_api_key, ssl_keyfile_password) in clear text.
+        # (A bad model path fails in 0.5.9's prepare_server_args, before this line.)
+        logger.info("server_args=%r", sa)
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGINT, self._on_stop)
         signal.signal(signal.SIGQUIT, self._on_quit)
@@ -698,8 +867,22 @@ class _Launcher:
     def serve(self, state: ServerState, handler, dummy: bool) -> None:
         sa = self.sa
         ulog = uvicorn_logger()
+        ssl_context = None
+        if getattr(sa, "ssl_certfile", None):
+            # 0.5.10 http_server.launch_server: this line, then uvicorn.run(..., ssl_*=...),
+            # which builds the context before it binds the port.
+            logger.info("SSL enabled: certfile=%s, keyfile=%s", sa.ssl_certfile, sa.ssl_keyfile)
+            try:
+                ssl_context = make_ssl_context(sa)
+            except (ssl.SSLError, OSError, ValueError):
+                logger.error("%s", traceback.format_exc().rstrip())
+                self.fail(1)
+                return
+            if sa.enable_ssl_refresh:
+                _SSLRefresher(ssl_context, sa.ssl_keyfile, sa.ssl_certfile, sa.ssl_ca_certs).start()
+                logger.info("SSL certificate auto-refresh enabled.")
         try:
-            httpd = _make_httpd(sa.host, sa.port, handler, state)
+            httpd = _make_httpd(sa.host, sa.port, handler, state, ssl_context)
         except OSError as exc:
             ulog.error("[Errno %s] error while attempting to bind on address (%r, %d): %s",
                        exc.errno, sa.host, sa.port, (exc.strerror or str(exc)).lower())
@@ -717,6 +900,12 @@ class _Launcher:
         ulog.info("Application startup complete.")
         ulog.info("Uvicorn running on %s (Press CTRL+C to quit)", sa.url())
         ready_at = time.time() + env_float("SGLANG_DOUBLE_WARMUP_SECONDS", 1.0)
+        if ssl_context is not None and not sa.ssl_ca_certs and not sa.skip_server_warmup and not dummy:
+            # 0.5.10 ServerArgs.ssl_verify, called by the warm-up requests
+            logging.getLogger("sglang.srt.server_args").warning(
+                "SSL is enabled but --ssl-ca-certs was not provided. Certificate verification is "
+                "DISABLED for internal health checks. For production deployments, provide "
+                "--ssl-ca-certs or use CA-signed certificates.")
         if dummy:
             state.ready = True
             self.record(phase="ready")
