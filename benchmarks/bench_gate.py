@@ -3,7 +3,9 @@
 - gate latency: time from the double first answering /health 200 (seen by an independent 20 ms poller)
   to inferops.sglang.server_health returning ready (that includes the smoke test's chat completions);
 - fail-fast: time from the double's crash during load (SGLANG_DOUBLE_FAIL=crash_during_load) to the gate
-  failing, with the server run by supervisord (pip's `supervisor`, as the no-systemd fallback runs it).
+  failing, with the server run by supervisord (pip's `supervisor`, as the no-systemd fallback runs it);
+- refused key: time from the double (run with --api-key) first answering /health 200 to the gate failing with
+  "the key was refused" (a wrong api_key; the budget is 900 s, so anything near 0 is a fail-fast).
 
 Run: .venv/bin/python benchmarks/bench_gate.py [--runs 5]
 Needs ansible (this venv) and supervisor (`pip install supervisor==4.3.0`) for the fail-fast rows.
@@ -60,10 +62,11 @@ def double_env(tmp, **more):
     return env
 
 
-def gate_latency(tmp, load):
+def gate_latency(tmp, load, server_args=(), **gate_args):
     port = free_port()
     started = time.time()
-    proc = subprocess.Popen([sys.executable, "-m", "sglang.launch_server", "--model-path", model_dir(tmp), "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "sglang.launch_server", "--model-path", model_dir(tmp), "--port", str(port)]
+                            + list(server_args),
                             env=double_env(tmp, SGLANG_DOUBLE_LOAD_SECONDS=str(load), SGLANG_DOUBLE_WARMUP_SECONDS="1",
                                            SGLANG_DOUBLE_HEALTH_DELAY="0.05"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -81,11 +84,13 @@ def gate_latency(tmp, load):
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
     try:
-        result = gate({"port": port, "manager": "none", "started_at": started, "interval": 1, "round_seconds": 120,
-                       "progress_file": os.path.join(tmp, "gate.json")})
+        args = {"port": port, "manager": "none", "started_at": started, "interval": 1, "round_seconds": 120,
+                "progress_file": os.path.join(tmp, "gate.json")}
+        args.update(gate_args)
+        result = gate(args)
         done = started + result["elapsed"]
         poller.join(5)
-        return {"state": result["state"], "first_200": healthy_at[0] - started,
+        return {"state": result["state"], "reason": result.get("reason"), "first_200": healthy_at[0] - started,
                 "gate_ready": result["elapsed"], "latency": done - healthy_at[0],
                 "smoke": result["smoke_latencies"]}
     finally:
@@ -149,6 +154,18 @@ def main():
     print("  median %.2f s, min %.2f s, max %.2f s; smoke completions median %.3f s each"
           % (statistics.median(latencies), min(latencies), max(latencies),
              statistics.median([s for r in rows for s in r["smoke"]])))
+    refused = []
+    for dummy in range(options.runs):
+        tmp = tempfile.mkdtemp(prefix="bench-key-")
+        try:
+            refused.append(gate_latency(tmp, options.load, ["--api-key", "bench-right-key"], api_key="bench-wrong-key",
+                                        budget=900))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    after = [r["latency"] for r in refused]
+    print("refused key (double's first /health 200 -> gate failed), %d runs, budget 900 s:" % len(refused))
+    print("  median %.2f s, max %.2f s; state %s, reason: %s"
+          % (statistics.median(after), max(after), refused[-1]["state"], refused[-1]["reason"]))
     supervisord = shutil.which("supervisord", path=BIN + os.pathsep + os.environ.get("PATH", ""))
     if not supervisord:
         print("fail-fast: skipped (supervisord not installed: pip install supervisor==4.3.0)")

@@ -19,6 +19,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils._server_args impor
     diff_args,
     environment_file_line,
     nccl_profile,
+    no_proxy_env,
     systemd_quote,
     topology_defaults,
 )
@@ -74,4 +75,5 @@ class FilterModule(object):
             'exec_lines': _wrap(exec_lines),
             'topology_defaults': _wrap(topology_defaults),
             'nccl_profile': _wrap(nccl_profile),
+            'no_proxy_env': _wrap(no_proxy_env),
         }

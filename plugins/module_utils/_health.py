@@ -14,13 +14,24 @@ What an SGLang server answers, from sgl-project/sglang ``python/sglang/srt/entry
   it never counts as healthy.
 - ``POST /v1/chat/completions`` is the OpenAI-compatible API; a real answer proves generation.
 - Nodes of rank >= 1 of a multi-node replica answer ``/health`` with a dummy 200: gate rank 0 only.
+
+With ``--api-key`` (and ``--admin-api-key``), SGLang's ``add_api_key_middleware``
+(``python/sglang/srt/utils/common.py``; ``python/sglang/srt/utils/auth.py`` in newer releases) answers 401
+``{"error": "Unauthorized"}`` (403 for an admin-only endpoint without an admin key configured) to every path
+but ``/health*`` and ``/metrics*`` unless the request has ``Authorization: Bearer <key>``; the key on
+``/health`` is ignored, so the gate sends it on every request.
+
+SGLang logs its whole configuration at start (``server_args=ServerArgs(..., api_key='...', ...)``), so a log
+tail is passed through ``redact_log_line`` before it is returned.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
+import re
 
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import MASK, is_secret_flag
 from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import (
     SUPERVISOR_ALIVE,
     SYSTEMD_ALIVE,
@@ -103,3 +114,47 @@ def check_chat_response(status, body):
     if isinstance(usage, dict):
         tokens = usage.get('completion_tokens') or 0
     return True, None, tokens
+
+
+# ``name='value'`` / ``name=value`` (a Python repr, as in ``server_args=ServerArgs(...)``) and
+# ``'name': 'value'`` (a dict repr); ``--flag value`` / ``--flag=value`` (a command line).
+_QUOTED = r"'(?:[^'\\]|\\.)*'" + '|' + r'"(?:[^"\\]|\\.)*"'
+_ASSIGNMENT_RE = re.compile(r"""(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)(=)(%s|[^\s,)}\]]+)""" % _QUOTED)
+_DICT_ITEM_RE = re.compile(r"""(['"])([A-Za-z_][A-Za-z0-9_-]*)\1(:\s*)(%s|[^\s,)}\]]+)""" % _QUOTED)
+_FLAG_RE = re.compile(r"""(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)(=|\s+)(%s|[^\s'"]+)""" % _QUOTED)
+
+
+def _masked(value):
+    """``value`` hidden, keeping its quotes; None, '' and a following ``--flag`` are left alone."""
+    if value in ('None', "''", '""', 'null') or value.startswith('--'):
+        return value
+    if value[:1] in ('"', "'"):
+        return value[0] + MASK + value[0]
+    return MASK
+
+
+def redact_log_line(line):
+    """``line`` with the values of secret settings hidden (``api_key='s3cret'`` -> ``api_key='********'``).
+
+    Secret names follow the collection's one rule, ``_secrets.is_secret_flag`` (``api_key``, ``admin_api_key``,
+    ``ssl_keyfile_password``, ``hf_token``...; not ``ssl_keyfile`` or ``max_total_tokens``), in three shapes:
+    a Python repr ``name=value``, a dict repr ``'name': value`` and a command line ``--name value``.
+    """
+    def assignment(match):
+        if not is_secret_flag(match.group(1)):
+            return match.group(0)
+        return match.group(1) + match.group(2) + _masked(match.group(3))
+
+    def dict_item(match):
+        if not is_secret_flag(match.group(2)):
+            return match.group(0)
+        return match.group(1) + match.group(2) + match.group(1) + match.group(3) + _masked(match.group(4))
+
+    def flag(match):
+        if not is_secret_flag(match.group(1)[2:], match.group(3)):
+            return match.group(0)
+        return match.group(1) + match.group(2) + _masked(match.group(3))
+
+    line = _FLAG_RE.sub(flag, line)
+    line = _DICT_ITEM_RE.sub(dict_item, line)
+    return _ASSIGNMENT_RE.sub(assignment, line)

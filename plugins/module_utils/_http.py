@@ -10,24 +10,37 @@
   IPv6 literals are bracketed in URLs. The filter ``inferops.sglang.probe_url`` exposes ``base_url`` to roles.
 * ``request(url, ...)``: one request through ansible-core's ``ansible.module_utils.urls`` (no dependency on the
   target). It returns a ``Response`` instead of raising - an HTTP error answer is a status, a request that got no
-  HTTP answer (connection refused, timeout, reset, TLS failure, bad URL) has ``status`` None and ``error`` set.
+  HTTP answer (connection refused, timeout, reset, TLS failure, bad URL) has ``status`` None and ``error`` set
+  (``tls`` True when the TLS handshake or the certificate check failed).
+* Proxies: a request to a local host (``is_local_host``: loopback 127.0.0.0/8, ``::1``, ``localhost``, or a
+  wildcard address) never goes through a proxy, whatever ``http_proxy``/``https_proxy`` say; any other host
+  honours the environment's proxy settings and ``no_proxy``.
+* API keys: ``auth_refusal`` words a 401 or 403 answer the same way for every module - ``AUTH_REQUIRED`` when no
+  key was sent, ``AUTH_REFUSED`` when one was.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import ipaddress
 import json
 import socket
+import ssl
 import time
 
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 from ansible.module_utils.six import binary_type, text_type
 from ansible.module_utils.six.moves import http_client
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.six.moves.urllib.parse import urlsplit
 from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
 from ansible.module_utils.urls import Request, make_context
 
 SCHEMES = ('http', 'https')
+
+# What a 401 or 403 answer means, in the words every module of the collection uses.
+AUTH_REQUIRED = 'the server requires an API key'
+AUTH_REFUSED = 'the key was refused'
 
 # Everything that means "no HTTP answer" (HTTPError, a subclass of URLError, is caught before these).
 NO_ANSWER = (URLError, OSError, socket.error, socket.timeout, http_client.HTTPException, UrlsConnectionError,
@@ -64,6 +77,60 @@ def base_url(host, port, scheme='http'):
     if ':' in host:
         host = '[%s]' % host
     return '%s://%s:%d' % (scheme, host, number)
+
+
+def is_local_host(host):
+    """Whether ``host`` (a name or an address literal, bracketed or not) is this machine.
+
+    True for loopback - ``127.0.0.0/8`` (``127.1`` style short forms included), ``::1``, an IPv4-mapped
+    loopback address, ``localhost`` and names under ``.localhost`` - and for the wildcard addresses a probe maps
+    to loopback (``0.0.0.0``, ``::``, empty, None). False for every other name or address.
+    """
+    text = to_text(host or '').strip().lower()
+    if text.startswith('[') and text.endswith(']'):
+        text = text[1:-1]
+    text = text.rstrip('.')
+    if text in ('', 'localhost') or text.endswith('.localhost'):
+        return True
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        address = None
+    if address is not None:
+        mapped = getattr(address, 'ipv4_mapped', None)
+        if mapped is not None:
+            address = mapped
+        return address.is_loopback or address.is_unspecified
+    if text and all(char.isdigit() or char == '.' for char in text):
+        try:  # the short numeric forms the resolver accepts: 127.1, 2130706433
+            packed = socket.inet_aton(text)
+        except (OSError, socket.error):
+            return False
+        return packed[:1] == b'\x7f' or packed == b'\0\0\0\0'
+    return False
+
+
+def is_local_url(url):
+    """Whether ``url`` (``scheme://host...``) points at this machine (``is_local_host`` of its host)."""
+    try:
+        parts = urlsplit(to_native(url))
+    except ValueError:
+        return False
+    if not parts.scheme or not parts.netloc:
+        return False
+    return is_local_host(parts.hostname)
+
+
+def auth_refusal(status, key_sent):
+    """Why an answer with ``status`` refused the request for want of a valid API key, or None.
+
+    :param status: the HTTP status (None without an answer).
+    :param key_sent: whether the request carried a key (``Authorization: Bearer``).
+    :returns: ``AUTH_REFUSED`` (a key was sent) or ``AUTH_REQUIRED`` (none was) for 401 and 403, else None.
+    """
+    if status not in (401, 403):
+        return None
+    return AUTH_REFUSED if key_sent else AUTH_REQUIRED
 
 
 def probe_url_of(url):
@@ -105,15 +172,19 @@ class Response(object):
     :ivar body: the body of the answer as text (undecodable bytes replaced), '' without one.
     :ivar elapsed: seconds from sending the request until the body was read (or the request failed).
     :ivar error: why there was no HTTP answer, None when there was one.
+    :ivar tls: True when there was no answer because TLS failed (handshake, certificate check).
+    :ivar proxied: whether the environment's proxy settings applied to the request (never for a local host).
     """
 
-    __slots__ = ('status', 'body', 'elapsed', 'error')
+    __slots__ = ('status', 'body', 'elapsed', 'error', 'tls', 'proxied')
 
-    def __init__(self, status, body, elapsed, error=None):
+    def __init__(self, status, body, elapsed, error=None, tls=False, proxied=False):
         self.status = status
         self.body = body
         self.elapsed = elapsed
         self.error = error
+        self.tls = tls
+        self.proxied = proxied
 
     def json(self):
         """The body parsed as JSON; ValueError when it is not JSON."""
@@ -141,6 +212,21 @@ def _why(exc):
     return text or exc.__class__.__name__
 
 
+# TLS errors that only say the connection closed (a server going away mid-handshake): not a TLS problem as such.
+_TLS_CLOSED = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)
+
+
+def _is_tls_failure(exc):
+    """Whether a request failed in TLS in a way a retry does not fix: the certificate check, or a handshake
+    the other end does not speak (a plain-HTTP server asked for https). urllib wraps both in a URLError."""
+    for candidate in (exc, getattr(exc, 'reason', None)):
+        if isinstance(candidate, ssl.CertificateError):
+            return True
+        if isinstance(candidate, ssl.SSLError) and not isinstance(candidate, _TLS_CLOSED):
+            return True
+    return False
+
+
 def request(url, method='GET', body=None, headers=None, timeout=30, validate_certs=True, ca_path=None,
             bearer_token=None, use_proxy=True):
     """Send one request and read the whole answer.
@@ -154,9 +240,11 @@ def request(url, method='GET', body=None, headers=None, timeout=30, validate_cer
     :param validate_certs: verify the server's certificate (https).
     :param ca_path: CA bundle to verify it against instead of the system's.
     :param bearer_token: sent as ``Authorization: Bearer <token>`` when not empty.
-    :param use_proxy: honour ``http_proxy``/``https_proxy``/``no_proxy`` from the environment.
+    :param use_proxy: honour ``http_proxy``/``https_proxy``/``no_proxy`` from the environment. A URL whose host
+        is local (``is_local_url``) is never proxied, whatever this says.
     :returns: a ``Response``; it never raises for an HTTP error answer or a request without an answer.
     """
+    proxied = bool(use_proxy) and not is_local_url(url)
     all_headers = dict(headers or {})
     data = None
     if body is not None:
@@ -169,12 +257,12 @@ def request(url, method='GET', body=None, headers=None, timeout=30, validate_cer
         # Built before the clock starts: the first one loads the CA store, which is no part of the request.
         context = _context(validate_certs, ca_path)
     except NO_ANSWER as exc:
-        return Response(None, '', 0.0, 'no TLS context: %s' % _why(exc))
+        return Response(None, '', 0.0, 'no TLS context: %s' % _why(exc), tls=True, proxied=proxied)
     started = time.time()
     try:
         # ansible-core's open_url is Request().open() with a fresh TLS context each call; this reuses one.
         # No ~/.netrc: its Basic credentials would replace the bearer token.
-        answer = Request().open(method, url, data=data, headers=all_headers, timeout=timeout, use_proxy=use_proxy,
+        answer = Request().open(method, url, data=data, headers=all_headers, timeout=timeout, use_proxy=proxied,
                                 validate_certs=validate_certs, ca_path=ca_path, use_netrc=False, context=context)
         status, raw = answer.getcode(), answer.read()
     except HTTPError as exc:
@@ -184,5 +272,5 @@ def request(url, method='GET', body=None, headers=None, timeout=30, validate_cer
         except (AttributeError,) + NO_ANSWER:
             raw = b''
     except NO_ANSWER as exc:
-        return Response(None, '', time.time() - started, _why(exc))
-    return Response(status, to_text(raw or b'', errors='replace'), time.time() - started)
+        return Response(None, '', time.time() - started, _why(exc), tls=_is_tls_failure(exc), proxied=proxied)
+    return Response(status, to_text(raw or b'', errors='replace'), time.time() - started, proxied=proxied)

@@ -12,6 +12,12 @@ Facts used here come from sglang-router 0.3.2 (PyPI), checked against the runnin
   and registers the worker in the background (it checks the worker's ``/health`` and reads its model
   info first), so the caller waits until ``GET /workers`` lists it healthy.
 * ``DELETE /workers/<id>`` answers 202 and removes it in the background, too.
+* The body of ``POST /workers`` (``WorkerConfigRequest``) takes ``api_key``: the key the router sends to that
+  worker (its ``--api-key``); the router never shows it in ``GET /workers``.
+* The worker API is the control plane: with ``--control-plane-api-keys 'id:name:role:key'`` it wants
+  ``Authorization: Bearer <key>`` of an ``admin`` key (401 ``Missing or invalid Authorization header`` without
+  one, 401 ``Invalid authentication token`` for an unknown key, 403 ``Admin role required for control plane
+  access`` for a ``user`` key); with only ``--api-key`` it wants that key (401 otherwise).
 
 SGLang's ``GET /get_load`` (a worker's own endpoint) answers one entry per data-parallel rank:
 ``[{"dp_rank": 0, "num_reqs": 1, "num_waiting_reqs": 0, "num_tokens": 42}]``; ``num_reqs`` counts the

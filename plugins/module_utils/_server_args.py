@@ -405,3 +405,39 @@ def topology_defaults(args, interconnect, gpu_count):
     if not keys & _TP_FLAGS and int(gpu_count or 0) > 0:
         result['tp-size'] = int(gpu_count)
     return result
+
+
+PROXY_VARIABLES = ('http_proxy', 'https_proxy', 'all_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY')
+LOOPBACK_NAMES = ('localhost', '127.0.0.1', '0.0.0.0', '::1')
+
+
+def no_proxy_env(environment, names=()):
+    """``NO_PROXY``/``no_proxy`` for a server whose environment sets a proxy, so that local requests stay local.
+
+    SGLang sends a warm-up request to its own port at start-up (``_wait_and_warmup`` in
+    ``sglang/srt/entrypoints/http_server.py``) with ``requests``, which honours ``http_proxy``; behind a proxy
+    that request, and every local probe, would leave the host. With a proxy set, the server also gets both
+    spellings of the no-proxy list: what the environment already lists, then loopback (``localhost``,
+    ``127.0.0.1``, ``0.0.0.0``, ``::1``), then ``names`` (the host's own names and addresses), without repeats.
+
+    :param environment: mapping of the server's environment (name -> value).
+    :param names: iterable of further host names or addresses to add (falsy entries are skipped).
+    :returns: ``{}`` when no proxy variable is set (non-empty), else ``{'NO_PROXY': list, 'no_proxy': list}``
+        with the same comma-separated value.
+    :raises TypeError: when ``environment`` is not a mapping.
+    """
+    if not hasattr(environment, 'items'):
+        raise TypeError('expected a mapping of environment variables, got %s' % type(environment).__name__)
+    if not any(str(environment.get(name) or '').strip() for name in PROXY_VARIABLES):
+        return {}
+    entries = []
+    for value in (environment.get('NO_PROXY'), environment.get('no_proxy')):
+        entries.extend(part.strip() for part in str(value or '').split(','))
+    entries.extend(LOOPBACK_NAMES)
+    entries.extend(str(name).strip() for name in (names or ()) if name)
+    seen = []
+    for entry in entries:
+        if entry and entry not in seen:
+            seen.append(entry)
+    value = ','.join(seen)
+    return {'NO_PROXY': value, 'no_proxy': value}

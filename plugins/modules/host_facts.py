@@ -828,11 +828,15 @@ def server_facts(module, unit):
     return {'servers': found.servers, 'strays': found.strays}
 
 
-def probe_endpoint(host, port, timeout):
+def probe_endpoint(host, port, timeout, scheme='http', validate_certs=True, ca_path=None):
     """TCP connect to host:port, then GET /health (a wildcard host is probed on loopback, see _http.probe_host).
 
+    :param scheme: ``http`` or ``https`` (a server with ``--ssl-certfile``); the URL is ``_http.base_url``'s.
+    :param validate_certs: verify the server's certificate (https).
+    :param ca_path: CA bundle to verify it against instead of the system's.
     :returns: dict with ``host``, ``port``, ``listening`` (bool), ``health_status`` (HTTP status, or
         None when there was no HTTP answer), ``seconds`` (float, how long /health took) and ``error``.
+        A local host is probed without a proxy (``_http.request``).
     """
     result = {'host': host, 'port': port, 'listening': False, 'health_status': None,
               'seconds': None, 'error': None}
@@ -843,7 +847,8 @@ def probe_endpoint(host, port, timeout):
     except (OSError, socket.error) as exc:
         result['error'] = to_native(exc)
         return result
-    answer = _http.request(_http.base_url(host, port) + '/health', timeout=timeout)
+    answer = _http.request(_http.base_url(host, port, scheme) + '/health', timeout=timeout,
+                           validate_certs=validate_certs, ca_path=ca_path)
     result['health_status'] = answer.status
     result['error'] = answer.error
     result['seconds'] = round(answer.elapsed, 3)

@@ -24,9 +24,19 @@ description:
     the worker's own C(GET /get_load) (SGLang; one entry per data-parallel rank with C(num_reqs) running and
     C(num_waiting_reqs) queued requests) until both are 0 or O(drain_timeout) passes. A worker that does not
     answer at all counts as drained (nothing can be in flight on it). A worker whose C(/get_load) answers
-    anything but a load (401 when it runs with C(--api-key) and O(worker_api_key) is not given, 404 on a
-    build without it) is not waited for. Neither case nor a passed deadline is an error; RV(drain) says which
-    (C(drained), C(reason)), and SGLang's own SIGTERM drain still finishes the requests in flight.
+    anything but a load is not waited for - 401 or 403 (it runs with C(--api-key) and O(drain_api_key) is
+    missing or wrong; the reason says C(the server requires an API key) or C(the key was refused), and the
+    module warns), 404 on a build without it, or a failed TLS handshake (C(TLS failed ...)). None of these nor
+    a passed deadline is an error; RV(drain) says which (C(drained), C(reason)), and SGLang's own SIGTERM drain
+    still finishes the requests in flight.
+  - The router's worker API is authenticated with O(api_key), sent in the header C(Authorization) as
+    C(Bearer <key>) (sglang-router 0.3.2). A 401 or 403 answer from the router fails the module at once with
+    C(the server requires an API key) (no O(api_key) given) or C(the key was refused) (a key was given),
+    followed by the request, the status and the router's text in parentheses.
+  - Requests to a local address (loopback C(127.0.0.0/8), C(::1), C(localhost), or a wildcard host) never go
+    through a proxy, whatever C(http_proxy)/C(https_proxy) say in the environment - the drain of a worker on
+    the same host reaches it directly. Other hosts (a remote router) honour the environment's proxy settings
+    and C(no_proxy).
   - Runs wherever it can reach both URLs (usually the worker host itself).
 extends_documentation_fragment:
   - inferops.sglang._attributes
@@ -44,15 +54,38 @@ attributes:
 options:
   router_url:
     description:
-      - Base URL of the router, for example C(http://router1:30080).
+      - Base URL of the router, for example C(http://router1:30080); without a scheme (C(router1:30080))
+        O(scheme) is put in front.
       - A wildcard host (the router's bind address) is reached on loopback - C(0.0.0.0) on C(127.0.0.1),
         C([::]) on C([::1]).
     type: str
     required: true
   url:
-    description: The worker's URL exactly as clients of the router reach it, for example C(http://gpu1:30000).
+    description:
+      - The worker's URL exactly as the router reaches it, for example C(http://gpu1:30000), or
+        C(https://gpu1:30000) for a worker that serves TLS (the router then needs C(--ca-cert-paths) for a CA
+        the system does not trust). Without a scheme O(scheme) is put in front.
     type: str
     required: true
+  scheme:
+    description:
+      - Scheme put in front of O(router_url), O(url) and O(drain_url) when they are given as C(host:port); a URL
+        with its own C(http://) or C(https://) keeps it.
+    type: str
+    choices: [http, https]
+    default: http
+  validate_certs:
+    description:
+      - Verify the certificates of the router and the worker for C(https) URLs. C(false) accepts any certificate.
+      - A certificate that fails the check fails the module with C(TLS failed (<method> <url>)) and the error
+        after it (for the router), or ends the drain at once with C(TLS failed (GET /get_load)) (for the worker).
+      - The certificate must name the host of the URL (C(127.0.0.1) for a wildcard host).
+    type: bool
+    default: true
+  ca_path:
+    description:
+      - PEM file of the CA certificate(s) to verify C(https) certificates against instead of the system's store.
+    type: path
   state:
     description: C(present) registers the worker and waits until it is listed healthy; C(absent) removes it.
     type: str
@@ -89,11 +122,29 @@ options:
     default: 10
   api_key:
     description:
-      - Bearer token for the router's worker API (the router's C(--api-key) or a control-plane key).
-        Never logged.
+      - Key of the router's control plane (C(GET)/C(POST /workers), C(DELETE /workers/<id>)), sent in
+        the header C(Authorization) as C(Bearer <key>).
+      - In sglang-router 0.3.2 that is the router's C(--api-key) when it has no C(--control-plane-api-keys);
+        with C(--control-plane-api-keys 'id:name:role:key'), the C(key) of one with the role C(admin) (the
+        router answers 403 C(Admin role required for control plane access) to a C(user) key, and 401 to its
+        C(--api-key)).
+      - Never logged; masked in the result, the diff and every message.
+    type: str
+  drain_api_key:
+    description:
+      - The worker's C(--api-key), sent in the header C(Authorization) as C(Bearer <key>) to its C(GET /get_load)
+        during the drain (SGLang requires it on every path but C(/health) and C(/metrics)).
+      - Never logged; masked in the result and every message.
     type: str
   worker_api_key:
-    description: Bearer token for the worker's C(/get_load) (the server's C(--api-key)). Never logged.
+    description:
+      - The worker's C(--api-key) for the router - put into the registration body as C(api_key) (C(POST /workers)
+        takes a JSON object with the keys C(url) and C(api_key), sglang-router 0.3.2's C(WorkerConfigRequest)), so
+        the router sends it on its requests to the worker (model info, generation). Without it the router
+        reaches a worker that has a key with its own C(--api-key), if any.
+      - Sent only when the worker is added; the router does not show it, so a changed key of a listed worker is
+        not detected (take the worker out and back in).
+      - Never logged; masked in the result, the diff and every message.
     type: str
 notes:
   - Requests already routed to the worker before its removal finish on the worker; that is what the drain waits for.
@@ -115,6 +166,17 @@ EXAMPLES = r'''
   inferops.sglang.router_worker:
     router_url: http://router1:30080
     url: "http://{{ inventory_hostname }}:30000"
+    state: present
+
+- name: The same with a secured router and a TLS worker that requires an API key
+  inferops.sglang.router_worker:
+    router_url: https://router1:30080
+    url: "https://{{ inventory_hostname }}:30000"
+    drain_url: https://127.0.0.1:30000
+    ca_path: /etc/sglang/tls/ca.pem
+    api_key: "{{ router_admin_key }}"
+    worker_api_key: "{{ sglang_api_key }}"
+    drain_api_key: "{{ sglang_api_key }}"
     state: present
 '''
 
@@ -145,7 +207,9 @@ drain:
     - The drain after the removal. C(seconds) waited, the last C(running) and C(queued) counts (summed over dp
       ranks; null when unknown), C(drained) (no request running or queued, or nothing listening),
       C(deadline_passed), and C(reason) - C(idle), C(not listening), C(deadline), or why the load is unknown
-      (for example C(GET /get_load answered 401)).
+      (C(the server requires an API key (GET /get_load answered 401)),
+      C(the key was refused (GET /get_load answered 401)), C(GET /get_load answered 404),
+      C(TLS failed (GET /get_load)) and the error after it).
   returned: when state=absent and drain=true and the worker was listed
   type: dict
   sample: {seconds: 2.1, running: 0, queued: 0, drained: true, deadline_passed: false, reason: idle}
@@ -172,24 +236,45 @@ class RouterWorker(object):
         self.p = module.params
         try:
             # The URLs this module connects to: a wildcard host (a bind address) is reached on loopback.
-            self.router = _http.probe_url_of(_router.normalize_url(self.p['router_url']))
-            self.url = _router.normalize_url(self.p['url'])
-            self.drain_url = _http.probe_url_of(_router.normalize_url(self.p['drain_url'] or self.p['url']))
+            self.router = _http.probe_url_of(_router.normalize_url(self.with_scheme(self.p['router_url'])))
+            self.url = _router.normalize_url(self.with_scheme(self.p['url']))
+            self.drain_url = _http.probe_url_of(_router.normalize_url(
+                self.with_scheme(self.p['drain_url'] or self.p['url'])))
         except ValueError as exc:
             module.fail_json(msg=to_native(exc))
 
-    def http(self, method, url, body=None, token=None):
-        """(status, parsed JSON or text) of one request; RouterError when the host cannot be reached."""
-        answer = _http.request(url, method=method, body=body, timeout=self.p['request_timeout'], bearer_token=token)
+    def with_scheme(self, url):
+        """``url`` with O(scheme) in front when it has no scheme of its own."""
+        text = (url or '').strip()
+        return text if not text or '://' in text else '%s://%s' % (self.p['scheme'], text)
+
+    def request(self, method, url, body=None, token=None):
+        """The _http.Response of one request."""
+        return _http.request(url, method=method, body=body, timeout=self.p['request_timeout'], bearer_token=token,
+                             validate_certs=self.p['validate_certs'], ca_path=self.p['ca_path'])
+
+    def http(self, method, url, body=None):
+        """(status, parsed JSON or text) of one request to the router's control plane (with O(api_key)).
+
+        RouterError when the host cannot be reached or refuses the key (401, 403).
+        """
+        answer = self.request(method, url, body=body, token=self.p['api_key'])
         if answer.status is None:
+            if answer.tls:
+                raise RouterError('TLS failed (%s %s): %s' % (method, url, answer.error))
             raise RouterError('%s %s: %s' % (method, url, answer.error))
+        refusal = _http.auth_refusal(answer.status, bool(self.p['api_key']))
+        if refusal:
+            text = to_native(answer.body).strip()[:200]
+            raise RouterError('%s (%s %s answered %d%s)' % (refusal, method, url, answer.status,
+                                                            (': ' + text) if text else ''))
         try:
             return answer.status, answer.json()
         except ValueError:
             return answer.status, answer.body
 
     def workers(self):
-        status, body = self.http('GET', self.router + '/workers', token=self.p['api_key'])
+        status, body = self.http('GET', self.router + '/workers')
         if status != 200:
             raise RouterError('GET %s/workers answered %s: %s' % (self.router, status, to_native(body)[:300]))
         try:
@@ -200,14 +285,18 @@ class RouterWorker(object):
     def load(self):
         """(parse_load of the worker or None, reason): reason is None for a load, 'not listening' when nothing
         answers (nothing can be in flight), else why the load is unknown."""
-        try:
-            status, body = self.http('GET', self.drain_url + '/get_load', token=self.p['worker_api_key'])
-        except RouterError:
+        answer = self.request('GET', self.drain_url + '/get_load', token=self.p['drain_api_key'])
+        if answer.status is None:
+            if answer.tls:
+                return None, 'TLS failed (GET /get_load): %s' % answer.error
             return None, 'not listening'
-        if status != 200:
-            return None, 'GET /get_load answered %s' % status
+        refusal = _http.auth_refusal(answer.status, bool(self.p['drain_api_key']))
+        if refusal:
+            return None, '%s (GET /get_load answered %d)' % (refusal, answer.status)
+        if answer.status != 200:
+            return None, 'GET /get_load answered %s' % answer.status
         try:
-            return _router.parse_load(body), None
+            return _router.parse_load(answer.json()), None
         except ValueError:
             return None, 'GET /get_load answered no load'
 
@@ -230,6 +319,9 @@ class RouterWorker(object):
             done = unknown == 'not listening' or (load is not None and _router.drained(load))
             late = not done and time.time() >= deadline
             if done or late or (load is None and unknown):
+                if unknown and unknown.startswith((_http.AUTH_REQUIRED, _http.AUTH_REFUSED)):
+                    self.module.warn('the drain of %s did not wait: %s; give drain_api_key the worker\'s --api-key'
+                                     % (self.url, unknown))
                 return {
                     'seconds': round(time.time() - began, 3),
                     'running': None if load is None else load['running'],
@@ -265,16 +357,17 @@ class RouterWorker(object):
             return result
 
         if action == 'add':
-            status, body = self.http('POST', self.router + '/workers', body={'url': self.url},
-                                     token=self.p['api_key'])
+            registration = {'url': self.url}
+            if self.p['worker_api_key']:
+                registration['api_key'] = self.p['worker_api_key']
+            status, body = self.http('POST', self.router + '/workers', body=registration)
             if status not in (200, 201, 202):
                 raise RouterError('POST %s/workers for %s answered %s: %s' % (
                     self.router, self.url, status, to_native(body)[:300]))
             if isinstance(body, dict) and body.get('worker_id'):
                 result['worker_id'] = body['worker_id']
         elif action == 'remove':
-            status, body = self.http('DELETE', '%s/workers/%s' % (self.router, listed['id']),
-                                     token=self.p['api_key'])
+            status, body = self.http('DELETE', '%s/workers/%s' % (self.router, listed['id']))
             if status not in (200, 202, 204, 404):
                 raise RouterError('DELETE %s/workers/%s (%s) answered %s: %s' % (
                     self.router, listed['id'], self.url, status, to_native(body)[:300]))
@@ -305,7 +398,11 @@ def main():
             drain_timeout=dict(type='float', default=120),
             interval=dict(type='float', default=0.5),
             request_timeout=dict(type='float', default=10),
+            scheme=dict(type='str', default='http', choices=list(_http.SCHEMES)),
+            validate_certs=dict(type='bool', default=True),
+            ca_path=dict(type='path'),
             api_key=dict(type='str', no_log=True),
+            drain_api_key=dict(type='str', no_log=True),
             worker_api_key=dict(type='str', no_log=True),
         ),
         supports_check_mode=True,

@@ -30,6 +30,18 @@ description:
     healthy answer) is kept between calls in O(progress_file).
   - Nodes of rank >= 1 of a multi-node replica answer C(/health) with a dummy 200 (SGLang's
     C(http_server.py)); gate rank 0 only.
+  - A server started with C(--api-key) answers 401 to every path but C(/health) and C(/metrics) without
+    the header C(Authorization) with C(Bearer <key>) (SGLang's C(add_api_key_middleware),
+    C(python/sglang/srt/utils/common.py)). The gate sends O(api_key) on every request. The first 401 or 403 answer ends the gate at once with
+    RV(state=failed) and the reason C(the server requires an API key) (no O(api_key) given) or
+    C(the key was refused) (a key was given), followed by the request and status in parentheses, for example
+    C(the key was refused (GET /v1/models answered 401)). It does not wait for the budget.
+  - With O(scheme=https) every request is HTTPS. A failed certificate check, or a server that does not speak
+    TLS, ends the gate at once with the reason C(TLS failed (GET /health)) and the error after it. A TLS server
+    probed with O(scheme=http) cannot be told from one still starting; it fails at the end of the budget.
+  - Requests to a local address (loopback C(127.0.0.0/8), C(::1), C(localhost), or a wildcard bind probed on
+    loopback) never go through a proxy, whatever C(http_proxy)/C(https_proxy) say in the environment. Any
+    other O(host) honours the environment's proxy settings and C(no_proxy).
 options:
   host:
     description:
@@ -41,6 +53,28 @@ options:
     description: Port of the server.
     type: int
     default: 30000
+  scheme:
+    description:
+      - C(https) when the server serves TLS (C(--ssl-certfile)/C(--ssl-keyfile), SGLang 0.5.10 and later), else
+        C(http).
+      - The probe URL is C(<scheme>://<host>:<port>), O(host) mapped as described there.
+    type: str
+    choices: [http, https]
+    default: http
+  validate_certs:
+    description:
+      - Verify the server's certificate with O(scheme=https) - it must be signed by a trusted CA (O(ca_path) or
+        the system's store) and name the probed host (C(127.0.0.1) for a wildcard bind, so the certificate needs
+        that IP address as a subject alternative name).
+      - C(false) accepts any certificate; use it only for a self-signed certificate without the loopback address.
+    type: bool
+    default: true
+  ca_path:
+    description:
+      - PEM file of the CA certificate(s) to verify the server's certificate against instead of the system's
+        store (for example the self-signed certificate itself).
+      - A file that cannot be read ends the gate at once (C(TLS failed ... no TLS context)).
+    type: path
   manager:
     description: What runs the server, checked on every poll. C(none) checks only the endpoint.
     type: str
@@ -95,7 +129,11 @@ options:
     default: 8
   api_key:
     description:
-      - Bearer token for C(/v1/*) when the server runs with an API key. Never logged.
+      - The server's C(--api-key), sent in the header C(Authorization) as C(Bearer <key>) on every request of the
+        gate. SGLang ignores it on C(/health) and requires it on C(/v1/models) and C(/v1/chat/completions).
+      - Without it, a server that requires a key fails the gate at once with C(the server requires an API key);
+        a wrong key with C(the key was refused).
+      - Never logged; masked in the result and in every message.
     type: str
   log_lines:
     description: Lines of the service's log to include when the gate fails.
@@ -127,6 +165,8 @@ attributes:
     platforms: posix
 notes:
   - Run it on the server's host; the endpoint is usually bound to loopback.
+  - The returned RV(log_tail) has the values of secret settings masked (C(api_key='********') in SGLang's
+    C(server_args=ServerArgs(...)) line, C(--api-key ********) on a command line).
 seealso:
   - module: inferops.sglang.server_process
 author:
@@ -150,6 +190,20 @@ EXAMPLES = r'''
   until: gate.state | default('failed') != 'waiting'
   retries: 40
   delay: 0
+
+- name: Gate a server that serves TLS and requires an API key
+  inferops.sglang.server_health:
+    port: 30000
+    scheme: https
+    ca_path: /etc/sglang/tls/ca.pem
+    api_key: "{{ sglang_api_key }}"
+    manager: systemd
+    service: sglang.service
+    started_at: "{{ gate_started_at }}"
+  register: gate
+  until: gate.state | default('failed') != 'waiting'
+  retries: 40
+  delay: 0
 '''
 
 RETURN = r'''
@@ -158,14 +212,23 @@ state:
   returned: always
   type: str
   sample: ready
+url:
+  description: The base URL the gate probes (C(<scheme>://<host>:<port>), a wildcard bind mapped to loopback).
+  returned: always
+  type: str
+  sample: https://127.0.0.1:30000
 phase:
   description: The step reached - C(tcp), C(health), C(smoke) or C(ready).
   returned: always
   type: str
 reason:
-  description: Why the gate failed, or what it is waiting for.
+  description:
+    - Why the gate failed, or what it is waiting for.
+    - For a 401 or 403 answer C(the server requires an API key (<method> <path> answered <status>)) or
+      C(the key was refused (<method> <path> answered <status>)); for TLS C(TLS failed (<method> <path>)) and the error after it.
   returned: always
   type: str
+  sample: the key was refused (GET /v1/models answered 401)
 elapsed:
   description: Seconds since O(started_at).
   returned: always
@@ -196,7 +259,7 @@ service:
   returned: always
   type: dict
 log_tail:
-  description: Last lines of the service's log, when the gate failed.
+  description: Last lines of the service's log, when the gate failed; values of secret settings masked.
   returned: when state is failed
   type: list
   elements: str
@@ -212,6 +275,10 @@ from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible_collections.inferops.sglang.plugins.module_utils import _health, _http, _supervisors
 
 
+class GateFailed(Exception):
+    """An answer that ends the gate at once (an API key refused, TLS failed); the message is the reason."""
+
+
 class Gate(object):
     """One call of the gate: polls until ready, failed, out of budget, or out of this call's round_seconds."""
 
@@ -220,7 +287,7 @@ class Gate(object):
         p = module.params
         self.p = p
         self.host = _http.probe_host(p['host'])
-        self.base = _http.base_url(p['host'], p['port'])
+        self.base = _http.base_url(p['host'], p['port'], p['scheme'])
         self.now = time.time()
         self.started_at = p['started_at'] if p['started_at'] is not None else self.now
         self.progress_file = p['progress_file'] or '/run/inferops-sglang/health-%d.json' % p['port']
@@ -230,6 +297,7 @@ class Gate(object):
             'time_to_tcp': self.progress.get('time_to_tcp'),
             'time_to_healthy': self.progress.get('time_to_healthy'),
             'health_latency': None, 'smoke_latencies': [], 'last_status': None, 'service': {},
+            'url': self.base,
         }
 
     # -- progress kept between calls ---------------------------------------------------------
@@ -284,14 +352,15 @@ class Gate(object):
         if self.p['manager'] == 'systemd':
             rc, out, err = self.module.run_command(
                 ['journalctl', '-u', self.p['service'], '-n', str(lines), '--no-pager', '-o', 'short-iso'])
-            return to_text(out or err).splitlines()[-lines:]
+            return [_health.redact_log_line(line) for line in to_text(out or err).splitlines()[-lines:]]
         if self.p['manager'] == 'supervisord' and self.p['log_file']:
             try:
                 with open(self.p['log_file'], 'rb') as handle:
                     handle.seek(0, 2)
                     size = handle.tell()
                     handle.seek(max(0, size - 65536))
-                    return to_text(handle.read(), errors='replace').splitlines()[-lines:]
+                    tail = to_text(handle.read(), errors='replace').splitlines()[-lines:]
+                return [_health.redact_log_line(line) for line in tail]
             except (IOError, OSError) as exc:
                 return ['(could not read %s: %s)' % (self.p['log_file'], to_native(exc))]
         return []
@@ -306,10 +375,23 @@ class Gate(object):
             return False
 
     def http(self, path, timeout, body=None):
-        """_http.Response of GET <path>, or of POST <path> with a JSON body (bytes)."""
-        return _http.request(self.base + path, method='GET' if body is None else 'POST', body=body,
-                             headers={'Accept': 'application/json'}, timeout=timeout,
-                             bearer_token=self.p['api_key'])
+        """_http.Response of GET <path>, or of POST <path> with a JSON body (bytes).
+
+        Raises GateFailed for an answer no retry changes: 401/403 (the API key) or a failed TLS handshake.
+        """
+        method = 'GET' if body is None else 'POST'
+        answer = _http.request(self.base + path, method=method, body=body,
+                               headers={'Accept': 'application/json'}, timeout=timeout,
+                               bearer_token=self.p['api_key'], validate_certs=self.p['validate_certs'],
+                               ca_path=self.p['ca_path'])
+        refusal = _http.auth_refusal(answer.status, bool(self.p['api_key']))
+        if refusal:
+            if path == '/health':
+                self.result['last_status'] = answer.status
+            raise GateFailed('%s (%s %s answered %d)' % (refusal, method, path, answer.status))
+        if answer.tls:
+            raise GateFailed('TLS failed (%s %s): %s' % (method, path, answer.error))
+        return answer
 
     def smoke(self):
         models = self.http('/v1/models', self.p['request_timeout'])
@@ -327,12 +409,18 @@ class Gate(object):
 
     # -- the loop -----------------------------------------------------------------------------
     def fail(self, reason, with_log=True):
-        self.result.update(state='failed', reason=reason)
+        self.result.update(state='failed', reason=reason, elapsed=round(time.time() - self.started_at, 3))
         if with_log:
             self.result['log_tail'] = self.log_tail()
         return self.result
 
     def run(self):
+        try:
+            return self.poll()
+        except GateFailed as exc:
+            return self.fail(to_native(exc))
+
+    def poll(self):
         p = self.p
         call_deadline = self.now + p['round_seconds']
         budget_deadline = self.started_at + p['budget']
@@ -355,6 +443,7 @@ class Gate(object):
                 else:
                     self.result['reason'] = 'the port is not open yet (model loading)'
             if phase == 'health':
+                self.result['phase'] = phase
                 answer = self.http('/health', p['request_timeout'])
                 self.result['last_status'] = answer.status
                 if answer.status == 200:
@@ -366,6 +455,7 @@ class Gate(object):
                     self.result['reason'] = ('GET /health answered %s' % answer.status if answer.status is not None
                                              else 'GET /health got no answer: %s' % answer.error)
             if phase == 'smoke':
+                self.result['phase'] = phase
                 latencies, why = self.smoke() if p['smoke_requests'] > 0 else ([], None)
                 self.result['smoke_latencies'] = latencies
                 if why is None:
@@ -389,6 +479,9 @@ def main():
         argument_spec=dict(
             host=dict(type='str', default='127.0.0.1'),
             port=dict(type='int', default=30000),
+            scheme=dict(type='str', default='http', choices=list(_http.SCHEMES)),
+            validate_certs=dict(type='bool', default=True),
+            ca_path=dict(type='path'),
             manager=dict(type='str', default='systemd', choices=['systemd', 'supervisord', 'none']),
             service=dict(type='str'),
             baseline=dict(type='dict'),

@@ -7,7 +7,9 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import importlib.util
 import json
+import os
 import socket
 import threading
 import time
@@ -235,3 +237,154 @@ def test_a_missing_ca_bundle_is_no_answer(server, tmp_path):
     answer = _http.request(server.url + '/health', timeout=5, ca_path=str(tmp_path / 'missing.pem'))
     assert answer.status is None and answer.error.startswith('no TLS context: ')
     assert server.seen == []
+
+
+# -- local hosts never go through a proxy -----------------------------------------------------------
+
+_HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'http_servers.py')
+_spec = importlib.util.spec_from_file_location('http_servers', _HELPERS)
+servers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(servers)
+
+
+@pytest.mark.parametrize('host, local', [
+    ('127.0.0.1', True),
+    ('127.0.1.1', True),          # Debian's address for the host's own name
+    ('127.255.255.254', True),
+    ('127.1', True),
+    ('::1', True),
+    ('[::1]', True),
+    ('0:0:0:0:0:0:0:1', True),
+    ('::ffff:127.0.0.1', True),
+    ('localhost', True),
+    ('LOCALHOST.', True),
+    ('gpu1.localhost', True),
+    ('0.0.0.0', True),
+    ('::', True),
+    ('[::]', True),
+    ('', True),
+    (None, True),
+    ('128.0.0.1', False),
+    ('10.0.0.5', False),
+    ('::2', False),
+    ('fd00::1', False),
+    ('gpu1', False),
+    ('localhost.example.com', False),
+    ('mylocalhost', False),
+    ('1.2.3', False),
+])
+def test_is_local_host(host, local):
+    assert _http.is_local_host(host) is local
+
+
+@pytest.mark.parametrize('url, local', [
+    ('http://127.0.0.1:30000/health', True),
+    ('https://[::1]:30000', True),
+    ('http://localhost:30000', True),
+    ('http://0.0.0.0:30000', True),
+    ('http://user:pw@127.0.0.1:1/x', True),
+    ('http://gpu1:30000', False),
+    ('http://10.0.0.5', False),
+    ('nothing-here', False),
+    ('http://[::1', False),
+])
+def test_is_local_url(url, local):
+    assert _http.is_local_url(url) is local
+
+
+@pytest.fixture(name='proxy_502')
+def fixture_proxy_502(monkeypatch):
+    """A proxy stand-in that answers 502 to everything, set in every proxy variable; no ``no_proxy``."""
+    proxy = servers.serve(servers.Refuse502)
+    for name in ('no_proxy', 'NO_PROXY'):
+        monkeypatch.delenv(name, raising=False)
+    for name in ('http_proxy', 'HTTP_PROXY', 'https_proxy', 'HTTPS_PROXY'):
+        monkeypatch.setenv(name, proxy.url)
+    yield proxy
+    proxy.stop()
+
+
+@pytest.mark.parametrize('host', ['127.0.0.1', 'localhost'])
+def test_a_local_host_is_never_proxied(proxy_502, host):
+    target = servers.serve(servers.Recording)
+    try:
+        url = 'http://%s:%d/health' % (host, target.port)
+        for use_proxy in (True, False):
+            answer = _http.request(url, timeout=5, use_proxy=use_proxy)
+            assert answer.status == 200 and answer.proxied is False
+        assert [seen['path'] for seen in target.seen] == ['/health', '/health']
+        assert proxy_502.seen == []
+    finally:
+        target.stop()
+
+
+def test_another_host_keeps_the_proxy_of_the_environment(proxy_502):
+    answer = _http.request('http://worker.invalid:30000/get_load', timeout=5)
+    assert answer.status == 502 and answer.proxied is True
+    assert proxy_502.seen[-1]['path'] == 'http://worker.invalid:30000/get_load'
+
+
+# -- API keys -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('status, key_sent, words', [
+    (401, False, 'the server requires an API key'),
+    (403, False, 'the server requires an API key'),
+    (401, True, 'the key was refused'),
+    (403, True, 'the key was refused'),
+    (200, True, None),
+    (404, False, None),
+    (None, True, None),
+])
+def test_auth_refusal(status, key_sent, words):
+    assert _http.auth_refusal(status, key_sent) == words
+
+
+# -- TLS ----------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope='module', name='cert')
+def fixture_cert(tmp_path_factory):
+    return servers.make_cert(tmp_path_factory.mktemp('tls'))
+
+
+@pytest.fixture(name='https_server')
+def fixture_https_server(cert):
+    server = servers.serve(servers.Recording, *cert)
+    yield server
+    server.stop()
+
+
+def test_https_with_the_ca(https_server, cert):
+    answer = _http.request(https_server.url + '/health', timeout=5, ca_path=cert[0])
+    assert answer.status == 200 and answer.error is None and answer.tls is False
+    answer = _http.request(_http.base_url('::', https_server.port, 'https'), timeout=5, ca_path=cert[0])
+    assert answer.status is None  # the server listens on IPv4 only: no answer, but not a TLS failure
+    assert answer.tls is False
+
+
+def test_https_certificate_not_trusted_is_a_tls_failure(https_server, tmp_path):
+    answer = _http.request(https_server.url + '/health', timeout=5)
+    assert answer.status is None and answer.tls is True
+    assert 'certificate verify failed' in answer.error
+    other, dummy = servers.make_cert(tmp_path, 'other')
+    answer = _http.request(https_server.url + '/health', timeout=5, ca_path=other)
+    assert answer.status is None and answer.tls is True
+
+
+def test_https_without_validation(https_server):
+    answer = _http.request(https_server.url + '/health', timeout=5, validate_certs=False)
+    assert answer.status == 200 and answer.tls is False
+
+
+def test_https_to_a_plain_http_server_is_a_tls_failure(server, cert):
+    answer = _http.request(server.url.replace('http://', 'https://') + '/health', timeout=5, ca_path=cert[0])
+    assert answer.status is None and answer.tls is True
+
+
+def test_http_to_a_tls_server_is_no_answer_but_no_tls_failure(https_server):
+    answer = _http.request(https_server.url.replace('https://', 'http://') + '/health', timeout=5)
+    assert answer.status is None and answer.tls is False
+
+
+def test_a_missing_ca_bundle_is_a_tls_failure(tmp_path):
+    answer = _http.request('https://127.0.0.1:1/health', timeout=5, ca_path=str(tmp_path / 'missing.pem'))
+    assert answer.tls is True

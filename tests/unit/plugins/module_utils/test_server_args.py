@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.inferops.sglang.plugins.module_utils import _server_args as sa
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import SECRET_FLAGS, is_secret_flag
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
     args_to_argv,
@@ -395,3 +396,24 @@ def test_topology_defaults(args, interconnect, gpus, expect):
 
 def test_topology_defaults_keeps_the_user_order_first():
     assert list(topology_defaults({"b": 1, "a": 2}, "pcie", 2)) == ["b", "a", "disable-custom-all-reduce", "tp-size"]
+
+
+# ------------------------------------------------------------------------------------------------
+# no_proxy_env: local requests of a server behind a proxy stay local
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('env', [{}, {'HF_HOME': '/x'}, {'http_proxy': ''}, {'HTTPS_PROXY': '  '}])
+def test_no_proxy_env_without_a_proxy(env):
+    assert sa.no_proxy_env(env, ['gpu-01']) == {}
+
+
+def test_no_proxy_env_keeps_what_is_listed_and_adds_loopback_and_names():
+    env = {'HTTPS_PROXY': 'http://user:pw@proxy.example:3128', 'no_proxy': '.corp, 10.0.0.0/8', 'NO_PROXY': 'localhost'}
+    out = sa.no_proxy_env(env, ['gpu-01', '', '10.1.2.3', 'gpu-01'])
+    want = 'localhost,.corp,10.0.0.0/8,127.0.0.1,0.0.0.0,::1,gpu-01,10.1.2.3'
+    assert out == {'NO_PROXY': want, 'no_proxy': want}
+
+
+def test_no_proxy_env_rejects_a_list():
+    with pytest.raises(TypeError):
+        sa.no_proxy_env(['http_proxy=x'])

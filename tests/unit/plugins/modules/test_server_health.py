@@ -1,0 +1,157 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""inferops.sglang.server_health's main() against real local HTTP(S) servers that behave like SGLang's API key
+middleware (tests/unit/plugins/module_utils/http_servers.py): API keys, TLS, a proxy in the environment, and
+no secret in the output. The SGLang test double runs it in tests/integration/test_server_health.py."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import importlib.util
+import json
+import os
+import stat
+import time
+
+import pytest
+import yaml
+
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.inferops.sglang.plugins.modules import server_health
+
+_HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'module_utils', 'http_servers.py')
+_spec = importlib.util.spec_from_file_location('http_servers', _HELPERS)
+servers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(servers)
+
+KEY = 'sk-gate-Secret-4711'
+
+
+@pytest.fixture(autouse=True)
+def no_proxy_from_the_caller(monkeypatch):
+    for name in ('http_proxy', 'HTTP_PROXY', 'https_proxy', 'HTTPS_PROXY', 'no_proxy', 'NO_PROXY'):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope='module', name='cert')
+def fixture_cert(tmp_path_factory):
+    return servers.make_cert(tmp_path_factory.mktemp('tls'))
+
+
+@pytest.fixture(name='sglang')
+def fixture_sglang(cert):
+    """start(api_key=None, tls=False) -> a FakeSGLang server."""
+    started = []
+
+    def start(api_key=None, tls=False):
+        server = servers.serve(servers.FakeSGLang, *(cert if tls else ()), api_key=api_key)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def gate(capsys, tmp_path, port, **options):
+    """(exit code, parsed output, raw output) of one call; budget 900 s, so a quick failure is a fail-fast."""
+    args = dict(port=port, manager='none', interval=0.1, round_seconds=20, budget=900, smoke_requests=2,
+                progress_file=str(tmp_path / 'gate.json'))
+    args.update(options)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exc:
+            server_health.main()
+    raw = capsys.readouterr().out
+    return exc.value.code, json.loads(raw), raw
+
+
+def test_documentation_matches_argument_spec():
+    doc = yaml.safe_load(server_health.DOCUMENTATION)['options']
+    for name in ('scheme', 'validate_certs', 'ca_path', 'api_key'):
+        assert name in doc
+    assert doc['scheme']['choices'] == ['http', 'https'] and doc['scheme']['default'] == 'http'
+    assert doc['validate_certs']['default'] is True and doc['ca_path']['type'] == 'path'
+    assert 'url' in yaml.safe_load(server_health.RETURN)
+
+
+def test_the_key_is_sent_on_every_request_and_never_shown(sglang, capsys, tmp_path):
+    server = sglang(api_key=KEY)
+    code, out, raw = gate(capsys, tmp_path, server.port, api_key=KEY)
+    assert code == 0 and out['state'] == 'ready', out
+    assert [s['path'] for s in server.seen] == ['/health', '/v1/models', '/v1/chat/completions',
+                                                '/v1/chat/completions']
+    assert all(s['headers'].get('authorization') == 'Bearer ' + KEY for s in server.seen)
+    assert KEY not in raw
+    assert out['invocation']['module_args']['api_key'] != KEY
+
+
+@pytest.mark.parametrize('key, words', [
+    (None, 'the server requires an API key (GET /v1/models answered 401)'),
+    ('wrong-key', 'the key was refused (GET /v1/models answered 401)'),
+])
+def test_a_missing_or_wrong_key_fails_at_once(sglang, capsys, tmp_path, key, words):
+    server = sglang(api_key=KEY)
+    began = time.time()
+    code, out, raw = gate(capsys, tmp_path, server.port, api_key=key)
+    assert time.time() - began < 10
+    assert code == 1 and out['failed'] is True and out['state'] == 'failed'
+    assert out['reason'] == words
+    assert out['msg'] == 'SGLang on port %d is not healthy: %s' % (server.port, words)
+    assert out['phase'] == 'smoke' and out['last_status'] == 200    # /health itself needs no key
+    assert len([s for s in server.seen if s['path'] == '/v1/models']) == 1
+    if key:
+        assert key not in raw
+
+
+def test_https_with_the_ca_and_the_key(sglang, capsys, tmp_path, cert):
+    server = sglang(api_key=KEY, tls=True)
+    code, out, raw = gate(capsys, tmp_path, server.port, scheme='https', ca_path=cert[0], api_key=KEY,
+                          host='0.0.0.0')
+    assert code == 0 and out['state'] == 'ready', out
+    assert out['url'] == 'https://127.0.0.1:%d' % server.port
+
+
+def test_https_with_an_untrusted_certificate_fails_at_once(sglang, capsys, tmp_path):
+    server = sglang(tls=True)
+    code, out, raw = gate(capsys, tmp_path, server.port, scheme='https')
+    assert code == 1 and out['state'] == 'failed'
+    assert out['reason'].startswith('TLS failed (GET /health): ')
+    assert 'certificate verify failed' in out['reason']
+    code, out, raw = gate(capsys, tmp_path, server.port, scheme='https', validate_certs=False)
+    assert code == 0 and out['state'] == 'ready', out
+
+
+def test_https_to_a_plain_server_fails_at_once(sglang, capsys, tmp_path, cert):
+    server = sglang()
+    code, out, raw = gate(capsys, tmp_path, server.port, scheme='https', ca_path=cert[0])
+    assert code == 1 and out['reason'].startswith('TLS failed (GET /health): ')
+
+
+def test_a_proxy_in_the_environment_is_not_used_for_loopback(sglang, capsys, tmp_path, monkeypatch):
+    proxy = servers.serve(servers.Refuse502)
+    try:
+        for name in ('http_proxy', 'HTTP_PROXY', 'https_proxy', 'HTTPS_PROXY'):
+            monkeypatch.setenv(name, proxy.url)
+        server = sglang()
+        code, out, raw = gate(capsys, tmp_path, server.port, host='0.0.0.0')
+        assert code == 0 and out['state'] == 'ready', out
+        assert proxy.seen == []
+    finally:
+        proxy.stop()
+
+
+def test_the_log_tail_hides_the_secrets_of_the_servers_log(sglang, capsys, tmp_path):
+    """A supervisord program that died: the tail of its log has SGLang's server_args line with the keys."""
+    log = tmp_path / 'sglang.log'
+    log.write_text(u"[2026-01-01 10:00:00] server_args=ServerArgs(model_path='/m', api_key='%s', "
+                   u"admin_api_key='adm-Secret-1', port=30000)\nTraceback: boom\n" % KEY)
+    supervisorctl = tmp_path / 'supervisorctl'
+    supervisorctl.write_text(u"#!/bin/sh\necho 'sglang                           FATAL     Exited too quickly'\n")
+    supervisorctl.chmod(supervisorctl.stat().st_mode | stat.S_IEXEC)
+    code, out, raw = gate(capsys, tmp_path, sglang().port, manager='supervisord', service='sglang',
+                          supervisorctl=str(supervisorctl), log_file=str(log))
+    assert code == 1 and out['reason'].startswith('the program is FATAL')
+    assert out['log_tail'][0].endswith("api_key='********', admin_api_key='********', port=30000)")
+    assert KEY not in raw and 'adm-Secret-1' not in raw
