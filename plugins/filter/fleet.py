@@ -37,7 +37,7 @@ def worker_urls(hosts, hostvars):
     """``groups['sglang_servers'] | inferops.sglang.worker_urls(hostvars)``: the servers a router balances over.
 
     One URL per server: a host's ``inferops_sglang_worker_url``, else ``http://<inventory name>:<port>`` with
-    the port from ``service_server_args.port`` (default 30000). Of a multi-node replica only node rank 0 (the
+    the port from ``service_server_args.port`` (default 30000), ``https://`` when those args set ``ssl-certfile``. Of a multi-node replica only node rank 0 (the
     first host of its ``service_replica_group``) serves requests, so only it is listed.
     """
     seen_groups = set()
@@ -52,8 +52,9 @@ def worker_urls(hosts, hostvars):
             host = members[0]
         args = _hostvar(hostvars, host, 'service_server_args', {}) or {}
         try:
+            scheme = 'https' if args.get('ssl-certfile') or args.get('ssl_certfile') else 'http'
             urls.append(_fleet.worker_url(host, args.get('port', 30000),
-                                          _hostvar(hostvars, host, 'inferops_sglang_worker_url', '')))
+                                          _hostvar(hostvars, host, 'inferops_sglang_worker_url', ''), scheme))
         except (TypeError, ValueError) as exc:
             raise AnsibleFilterError('worker_urls: %s: %s' % (host, exc))
     return urls

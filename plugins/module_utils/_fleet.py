@@ -106,14 +106,15 @@ def plan(hosts, replica_of=None, batches=None, canary=''):
     }
 
 
-def worker_url(host, port, url=None):
-    """The URL a router uses for a server: ``url`` when given, else ``http://<host>:<port>``.
+def worker_url(host, port, url=None, scheme='http'):
+    """The URL a router uses for a server: ``url`` when given, else ``<scheme>://<host>:<port>``.
 
-    The host goes through ``_http.base_url``: an IPv6 literal is bracketed, a wildcard address becomes loopback.
+    ``scheme`` is ``https`` for a server that serves TLS (it has SGLang's ``--ssl-certfile``). The host goes
+    through ``_http.base_url``: an IPv6 literal is bracketed, a wildcard address becomes loopback.
     """
     if url:
         return url
-    return _http.base_url(host, port)
+    return _http.base_url(host, port, scheme)
 
 
 def summary_rows(order, batches, results, failures):

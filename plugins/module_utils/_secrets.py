@@ -203,14 +203,33 @@ def is_secret_env_name(name):
     return bool(_SECRET_ENV_RE.search(name))
 
 
+# The password of a URL's user information: ``scheme://user:password@host`` (proxies, database URLs).
+_URL_PASSWORD_RE = re.compile(r'(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)(?P<password>[^/@\s]+)(?P<tail>@)')
+
+
+def redact_url_passwords(value):
+    """``value`` with the password of every ``scheme://user:password@host`` in it replaced by the mask.
+
+    :returns: (text, whether anything was masked).
+    """
+    text = str(value)
+    masked = _URL_PASSWORD_RE.sub(lambda m: m.group('head') + MASK + m.group('tail'), text)
+    return masked, masked != text
+
+
 def redact_env(env):
-    """Hide the values of variables named like secrets. Returns (env, sorted names hidden)."""
+    """Hide secrets in an environment: the whole value of a variable named like a secret (``HF_TOKEN``), and the
+    password inside any URL of another value (``HTTPS_PROXY=http://user:password@proxy:3128`` keeps the user and
+    the host). Returns (env, sorted names whose values were masked in full or in part)."""
     out = {}
     hidden = []
     for name, value in env.items():
         if is_secret_env_name(name):
             out[name] = MASK
             hidden.append(name)
-        else:
-            out[name] = value
+            continue
+        masked, changed = redact_url_passwords(value) if isinstance(value, str) else (value, False)
+        out[name] = masked
+        if changed:
+            hidden.append(name)
     return out, sorted(hidden)

@@ -23,13 +23,14 @@ RECORD = "/root/production_v2.md"
 GROUP_VARS = os.path.join(REPO, "inventory", "demo", "group_vars", "sglang_servers.yml")
 
 
-def site(tmp_path, extra):
+def site(tmp_path, extra, verbose=False):
     """Run site.yml against the scenario's host with extra variables; return (rc, output, seconds)."""
     extra_file = tmp_path / "extra.json"
     extra_file.write_text(json.dumps(extra))
     started = time.time()
     proc = subprocess.run(
-        ["ansible-playbook", "-i", INVENTORY, os.path.join(REPO, "site.yml"), "-e", "@%s" % extra_file],
+        ["ansible-playbook", "-i", INVENTORY, os.path.join(REPO, "site.yml"), "-e", "@%s" % extra_file]
+        + (["-vvv"] if verbose else []),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, timeout=900,
         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"), check=False,
     )
@@ -159,3 +160,35 @@ class TestRollback:
         assert rc == 0, out[-3000:]
         assert not [p for p in host.process.filter(user="root") if p.pid in orphans]
         assert host.service(UNIT).is_running and health(host) == "200"
+
+    def test_api_key_lives_in_a_config_file_and_a_refused_key_fails_fast(self, host, serving, tmp_path):
+        """An API key: only in SGLang's --config file (0600), never in argv, the unit, the record or the -vvv output;
+        a refused key ends the gate at once and the known-good configuration serves again."""
+        key = "sk-inferops-%s" % os.urandom(8).hex()
+        config = "/etc/sglang/sglang-secrets.yaml"
+        rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with(),
+                                         "service_secret_args": {"api-key": key}}, verbose=True)
+        assert rc == 0, out[-3000:]
+        assert key not in out
+        secret = host.file(config)
+        assert secret.mode == 0o600 and secret.user == "root" and key in secret.content_string
+        assert config in unit_text(host) and key not in unit_text(host)
+        assert key not in host.file(RECORD).content_string
+        cmdlines = host.check_output("sh -c %s", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '")
+        assert "--config %s" % config in cmdlines and key not in cmdlines
+        models = ("import urllib.request as u;r=u.Request('http://127.0.0.1:30000/v1/models'%s)\n"
+                  "try:\n print(u.urlopen(r, timeout=30).status)\nexcept Exception as e:\n print(getattr(e, 'code', e))")
+        assert host.run("python3 -c %s", models % "").stdout.strip() == "401"
+        assert host.run("python3 -c %s", models % (",headers={'Authorization':'Bearer %s'}" % key)).stdout.strip() == "200"
+
+        # The gate sends a key the server refuses: it fails at once, not after its 900 s budget, and rolls back.
+        rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(),
+                                         "service_environment": env_with(SGLANG_DOUBLE_LOAD_SECONDS="3"),
+                                         "service_secret_args": {"api-key": key}, "cutover_api_key": "sk-wrong"})
+        assert rc != 0
+        assert "the key was refused" in out and "Rolled back to the last known-good configuration" in out, out[-4000:]
+        failed_gate = re.search(r'FAILED! => (\{.*"the key was refused.*\})', out).group(1)
+        assert json.loads(failed_gate)["elapsed"] < 10, failed_gate
+        assert key not in out
+        assert host.service(UNIT).is_running and health(host) == "200"
+        assert host.run("python3 -c %s", models % (",headers={'Authorization':'Bearer %s'}" % key)).stdout.strip() == "200"

@@ -156,3 +156,22 @@ def test_redact_args():
     assert args['api-key'] == 'k'
     with pytest.raises(TypeError):
         redact_args(['--api-key', 'k'])
+
+
+@pytest.mark.parametrize('value,want', [
+    ('http://user:pa55w0rd@proxy.example:3128', 'http://user:********@proxy.example:3128'),
+    ('https://:tok@h/x', 'https://:********@h/x'),
+    ('postgres://u:p@db:5432/x,redis://a:b@r:6379', 'postgres://u:********@db:5432/x,redis://a:********@r:6379'),
+    ('http://proxy.example:3128', 'http://proxy.example:3128'),
+    ('http://user@proxy.example:3128', 'http://user@proxy.example:3128'),
+    ('/usr/local/cuda-13.0/lib64', '/usr/local/cuda-13.0/lib64'),
+])
+def test_redact_url_passwords(value, want):
+    from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_url_passwords
+    assert redact_url_passwords(value) == (want, want != value)
+
+
+def test_redact_env_masks_passwords_inside_urls():
+    redacted, hidden = redact_env({'HTTPS_PROXY': 'http://u:secretpw@proxy:3128', 'NCCL_PROTO': 'LL', 'HF_TOKEN': 'hf_x'})
+    assert redacted == {'HTTPS_PROXY': 'http://u:********@proxy:3128', 'NCCL_PROTO': 'LL', 'HF_TOKEN': '********'}
+    assert hidden == ['HF_TOKEN', 'HTTPS_PROXY']
