@@ -62,6 +62,14 @@ class TestNoSystemd:
             assert line in conf
         assert host.file("/var/log/sglang/sglang.log").contains("fired up and ready to roll")
 
+    def test_server_log_is_closed_to_others(self, host):
+        """SGLang logs its server_args (API keys included) at start-up: the log is not readable by others."""
+        assert host.file("/var/log/sglang").mode & 0o007 == 0
+        assert host.file("/var/log/sglang/sglang.log").mode & 0o007 == 0
+        assert "server_args=ServerArgs(" in host.file("/var/log/sglang/sglang.log").content_string
+        denied = host.run("runuser -u nobody -- cat /var/log/sglang/sglang.log")
+        assert denied.rc != 0 and "Permission denied" in denied.stderr
+
     def test_schedulers_see_the_same_environment(self, host):
         state = json.loads(host.file("/run/sglang-double/30000/scheduler_TP0.json").content_string)
         env = state["environ"]
