@@ -12,22 +12,13 @@ import os
 
 import pytest
 
+from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils.fake_files import write
 from ansible_collections.inferops.sglang.plugins.module_utils._cuda_toolkit import (
     choose_cuda_home,
     inspect_cuda_toolkits,
     parse_nvcc_version,
     version_key,
 )
-
-
-def write(path, content='', mode=None):
-    d = os.path.dirname(str(path))
-    if not os.path.isdir(d):
-        os.makedirs(d)
-    with open(str(path), 'w') as f:
-        f.write(content)
-    if mode is not None:
-        os.chmod(str(path), mode)
 
 
 # ---------------------------------------------------------------------------------------------

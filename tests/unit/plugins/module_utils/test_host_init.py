@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils.fake_files import write
 from ansible_collections.inferops.sglang.plugins.module_utils._host_init import (
     cron_running,
     detect_container,
@@ -19,16 +20,6 @@ from ansible_collections.inferops.sglang.plugins.module_utils._host_init import 
     supervisord_running,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils._procfs import list_processes
-
-
-def write(path, content='', mode=None):
-    d = os.path.dirname(str(path))
-    if not os.path.isdir(d):
-        os.makedirs(d)
-    with open(str(path), 'w') as f:
-        f.write(content)
-    if mode is not None:
-        os.chmod(str(path), mode)
 
 
 # ---------------------------------------------------------------------------------------------

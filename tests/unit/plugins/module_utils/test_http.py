@@ -7,9 +7,7 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import importlib.util
 import json
-import os
 import socket
 import threading
 import time
@@ -18,6 +16,7 @@ import pytest
 
 from ansible.module_utils.six.moves.BaseHTTPServer import BaseHTTPRequestHandler, HTTPServer
 from ansible_collections.inferops.sglang.plugins.module_utils import _http
+from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils import http_servers as servers
 
 
 # -- the probe address ----------------------------------------------------------------------------
@@ -240,11 +239,6 @@ def test_a_missing_ca_bundle_is_no_answer(server, tmp_path):
 
 
 # -- local hosts never go through a proxy -----------------------------------------------------------
-
-_HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'http_servers.py')
-_spec = importlib.util.spec_from_file_location('http_servers', _HELPERS)
-servers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(servers)
 
 
 @pytest.mark.parametrize('host, local', [

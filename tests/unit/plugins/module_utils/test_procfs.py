@@ -7,18 +7,13 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import importlib.util
-import os
 
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _procfs
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import discovery
+from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils import server_process_fakes as fakes
 
-_FAKES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'server_process_fakes.py')
-_spec = importlib.util.spec_from_file_location('server_process_fakes', _FAKES)
-fakes = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fakes)
 stat_line = fakes.stat_line
 NET_TCP = fakes.NET_TCP
 NET_TCP6 = fakes.NET_TCP6

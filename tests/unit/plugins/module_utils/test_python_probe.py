@@ -13,21 +13,12 @@ import sys
 
 import pytest
 
+from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils.fake_files import write
 from ansible_collections.inferops.sglang.plugins.module_utils._python_probe import (
     PYTHON_PROBE,
     parse_python_probe,
     sitecustomize_error,
 )
-
-
-def write(path, content='', mode=None):
-    d = os.path.dirname(str(path))
-    if not os.path.isdir(d):
-        os.makedirs(d)
-    with open(str(path), 'w') as f:
-        f.write(content)
-    if mode is not None:
-        os.chmod(str(path), mode)
 
 
 # ---------------------------------------------------------------------------------------------

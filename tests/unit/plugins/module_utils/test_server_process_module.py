@@ -8,18 +8,13 @@ stop simulated (nothing real is signalled), and the --diff rendering."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import importlib.util
-import os
 import subprocess
 
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import module
+from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils import server_process_fakes as fakes
 
-_FAKES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'server_process_fakes.py')
-_spec = importlib.util.spec_from_file_location('server_process_fakes', _FAKES)
-fakes = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fakes)
 PY = fakes.PY
 NET_TCP = fakes.NET_TCP
 SELF = fakes.SELF

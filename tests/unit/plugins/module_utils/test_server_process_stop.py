@@ -8,18 +8,14 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import importlib.util
 import os
 import signal
 import time
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _procfs
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import stop
+from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils import server_process_fakes as fakes
 
-_FAKES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'server_process_fakes.py')
-_spec = importlib.util.spec_from_file_location('server_process_fakes', _FAKES)
-fakes = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fakes)
 IGNORE_TERM = fakes.IGNORE_TERM
 SLEEPER = fakes.SLEEPER
 spawn = fakes.spawn

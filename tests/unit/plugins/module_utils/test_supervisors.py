@@ -12,6 +12,7 @@ import os
 
 import pytest
 
+from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils.fake_files import write
 from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import (
     find_supervisor_configs,
     find_unit_files,
@@ -21,16 +22,6 @@ from ansible_collections.inferops.sglang.plugins.module_utils._supervisors impor
     parse_systemctl_show_units,
     service_active,
 )
-
-
-def write(path, content='', mode=None):
-    d = os.path.dirname(str(path))
-    if not os.path.isdir(d):
-        os.makedirs(d)
-    with open(str(path), 'w') as f:
-        f.write(content)
-    if mode is not None:
-        os.chmod(str(path), mode)
 
 
 def test_find_unit_files_and_systemctl_show(tmp_path):

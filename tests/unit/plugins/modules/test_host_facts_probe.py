@@ -8,17 +8,11 @@ test_host_facts.py)."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import importlib.util
-import os
 
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.modules.host_facts import probe_endpoint
-
-_HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'module_utils', 'http_servers.py')
-_spec = importlib.util.spec_from_file_location('http_servers', _HELPERS)
-servers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(servers)
+from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils import http_servers as servers
 
 
 @pytest.fixture(scope='module', name='cert')

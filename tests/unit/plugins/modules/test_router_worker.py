@@ -9,9 +9,7 @@ environment. The real router runs it in tests/integration/test_router.py."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import importlib.util
 import json
-import os
 import time
 
 import pytest
@@ -19,11 +17,8 @@ import yaml
 
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.sglang.plugins.modules import router_worker
+from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils import http_servers as servers
 
-_HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'module_utils', 'http_servers.py')
-_spec = importlib.util.spec_from_file_location('http_servers', _HELPERS)
-servers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(servers)
 
 ADMIN = 'cp-admin-Secret-1'
 USER = 'cp-user-Secret-2'

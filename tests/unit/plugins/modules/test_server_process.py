@@ -19,11 +19,7 @@ import yaml
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import module as sp_module
 from ansible_collections.inferops.sglang.plugins.modules import server_process, server_process_info
-
-_HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'module_utils', 'server_process_fakes.py')
-_spec = importlib.util.spec_from_file_location('server_process_fakes', _HELPERS)
-helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(helpers)
+from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils import server_process_fakes as helpers
 
 
 FRAGMENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..', 'plugins', 'doc_fragments',
