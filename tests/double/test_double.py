@@ -47,6 +47,25 @@ def _import_double_parser():
 
 ServerArgs, prepare_server_args, config_parser = _import_double_parser()
 
+
+def _import_double_proxy_for():
+    """The double's ``proxy_for`` (warm-up proxy choice), imported as _import_double_parser does."""
+    saved = {k: v for k, v in sys.modules.items() if k == "sglang" or k.startswith("sglang.")}
+    for key in saved:
+        del sys.modules[key]
+    sys.path.insert(0, str(HERE))
+    try:
+        from sglang.srt.entrypoints.http_server import proxy_for
+    finally:
+        sys.path.remove(str(HERE))
+        for key in [k for k in sys.modules if k == "sglang" or k.startswith("sglang.")]:
+            del sys.modules[key]
+        sys.modules.update(saved)
+    return proxy_for
+
+
+double_proxy_for = _import_double_proxy_for()
+
 REFERENCE_ARGV = (
     "--model-path /shared/kimi-k2.5-int4 --tp 8 --trust-remote-code --cuda-graph-max-bs 128 "
     "--disable-custom-all-reduce --attention-backend flashinfer --enable-flashinfer-allreduce-fusion "
@@ -140,7 +159,9 @@ class Server:
         self.state_dir = self.root / "state"
         self.gpu_dir = Path(gpu_dir) if gpu_dir else self.root / "gpu"
         self.gpu_dir.mkdir(parents=True, exist_ok=True)
-        self.env = dict(os.environ)
+        # the double's warm-up request honours proxy variables as SGLang's does: none from the
+        # environment of whoever runs the tests, only what a test sets
+        self.env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
         self.env.update({
             "PYTHONPATH": os.pathsep.join([str(HERE)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])),
             "SGLANG_DOUBLE_STATE_DIR": str(self.state_dir),
@@ -746,6 +767,112 @@ def test_fail_health_500(servers):
     server = servers(env={"SGLANG_DOUBLE_FAIL": "health_500"})
     wait_for(lambda: server.get("/health")[0] == 500, 10, what="/health 500")
     assert server.get("/v1/models")[0] == 200
+
+
+# --------------------------------------------------------------------------- warm-up request (C21)
+def dead_proxy_env(**extra):
+    """http_proxy/HTTP_PROXY at a closed port, no NO_PROXY: every proxied request fails at once."""
+    proxy = "http://127.0.0.1:%d" % free_port()
+    env = {"http_proxy": proxy, "HTTP_PROXY": proxy, "SGLANG_DOUBLE_WARMUP_TRIES": "2"}
+    env.update(extra)
+    return env
+
+
+def test_warmup_through_a_dead_proxy_ends_the_server_as_sglang(servers):
+    clean = servers("--host", "0.0.0.0", env=dead_proxy_env())
+    killed = servers("--host", "0.0.0.0", "--tp", "2", env=dead_proxy_env(SGLANG_DOUBLE_EXIT_STYLE="sglang"))
+    assert clean.wait_exit(timeout=10) == 1
+    assert killed.wait_exit(timeout=10) == -signal.SIGKILL  # 0.5.9: kill_process_tree(os.getpid())
+    for server in (clean, killed):
+        log = server.log()
+        assert "Initialization failed. warmup error: Traceback (most recent call last):" in log, log
+        assert "requests.exceptions.ProxyError: HTTPConnectionPool(host='127.0.0.1', port=" in log
+        assert "Max retries exceeded with url: http://0.0.0.0:%d/get_model_info" % server.port in log
+        assert "Unable to connect to proxy" in log
+        assert "fired up" not in log and "/get_model_info HTTP/1.1" not in log  # never reached the server
+        wait_for(lambda: not server.members(), 5, what="whole tree gone")
+        assert not server.port_open()
+        main = server.state("main")
+        assert main["phase"] == "failed"
+        warmup = main["warmup"]
+        assert (warmup["url"], warmup["tries"], warmup["result"]) == ("http://0.0.0.0:%d" % server.port, 2, "failed")
+        assert warmup["proxy"] == server.env["http_proxy"] and "ProxyError" in warmup["error"]
+
+
+def test_warmup_bypasses_the_proxy_with_no_proxy_or_is_skipped(servers):
+    no_proxy = "127.0.0.1,localhost,0.0.0.0,::1"
+    direct = servers("--host", "0.0.0.0", env=dead_proxy_env(NO_PROXY=no_proxy))
+    skipped = servers("--host", "0.0.0.0", "--skip-server-warmup", env=dead_proxy_env())
+    direct.wait_ready(timeout=8)
+    skipped.wait_ready(timeout=8)
+    log = direct.log()
+    assert '"GET /get_model_info HTTP/1.1" 200 OK' in log and '"POST /generate HTTP/1.1" 200 OK' in log
+    assert log.index('"POST /generate HTTP/1.1" 200') < log.index("The server is fired up and ready to roll!")
+    assert direct.state("main")["warmup"]["proxy"] is None
+    assert direct.state("main")["warmup"]["result"] == "ok"
+    assert "/get_model_info" not in skipped.log() and "fired up" in skipped.log()
+    assert skipped.state("main")["warmup"]["result"] == "skipped"
+
+
+def test_warmup_sends_the_api_key_and_generations_are_served_while_warming(servers):
+    keyed = servers("--api-key", "sk-warm")
+    slow = servers(env={"SGLANG_DOUBLE_WARMUP_SECONDS": "3"})
+    keyed.wait_ready(timeout=8)
+    log = keyed.log()
+    assert '"GET /get_model_info HTTP/1.1" 200 OK' in log and '"POST /generate HTTP/1.1" 200 OK' in log
+    assert " 401 " not in log  # the warm-up sent "Authorization: Bearer sk-warm"
+    assert keyed.get("/get_model_info")[0] == 401  # and the key is required there, as in SGLang
+    assert keyed.request("POST", "/generate", body={"text": "x"})[0] == 401
+    # SGLang serves generations as soon as the port is open (its warm-up is one); only /health waits
+    wait_for(lambda: '"POST /generate HTTP/1.1" 200' in slow.log(), 8, what="warm-up generation")
+    assert slow.get("/health")[0] == 503 and "fired up" not in slow.log()
+    status, body = slow.request("POST", "/generate", body={"text": "x", "sampling_params": {"max_new_tokens": 2}})
+    assert status == 200 and json.loads(body)["text"] == "Hello from"
+    assert json.loads(slow.get("/get_model_info")[1])["is_generation"] is True
+    slow.wait_ready(timeout=8)
+
+
+def test_warmup_of_an_embedding_server_posts_encode(servers):
+    server = servers("--is-embedding")
+    server.wait_ready(timeout=8)
+    assert '"POST /encode HTTP/1.1" 200 OK' in server.log()
+    status, body = server.request("POST", "/encode", body={"text": ["a", "b"]})
+    assert status == 200 and [len(e["embedding"]) for e in json.loads(body)] == [8, 8]
+
+
+PROXY_CASES = [
+    {},
+    {"http_proxy": "http://127.0.0.1:9"},
+    {"HTTP_PROXY": "http://127.0.0.1:9"},
+    {"HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost,0.0.0.0,::1"},
+    {"http_proxy": "http://127.0.0.1:9", "NO_PROXY": "localhost, 127.0.0.1 ,0.0.0.0"},
+    {"http_proxy": "http://127.0.0.1:9", "no_proxy": "", "NO_PROXY": "127.0.0.1,0.0.0.0,localhost"},
+    {"all_proxy": "http://127.0.0.1:9"},
+    {"ALL_PROXY": "http://127.0.0.1:9", "no_proxy": "*"},
+    {"https_proxy": "http://127.0.0.1:9"},
+    {"http_proxy": "http://127.0.0.1:9", "no_proxy": "127.0.0.0/8"},
+    {"http_proxy": "http://127.0.0.1:9", "no_proxy": "0.0.0.0/32"},
+    {"http_proxy": "http://127.0.0.1:9", "no_proxy": ".localhost"},
+    {"http_proxy": "http://127.0.0.1:9", "no_proxy": "127.0.0.1:30000,0.0.0.0:30000,localhost:30000"},
+    {"HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": ""},
+    {"http_proxy": "127.0.0.1:9"},
+]
+
+
+@pytest.mark.parametrize("env", PROXY_CASES)
+@pytest.mark.parametrize("url", ["http://0.0.0.0:30000", "http://127.0.0.1:30000", "http://localhost:30000",
+                                 "http://[::1]:30000", "https://127.0.0.1:30000"])
+def test_warmup_proxy_choice_is_requests_choice(env, url, monkeypatch):
+    requests = pytest.importorskip("requests")
+    for key in [k for k in os.environ if k.lower().endswith("_proxy")]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    full = url + "/get_model_info"
+    expected = requests.utils.select_proxy(full, requests.utils.get_environ_proxies(full))
+    if expected and "://" not in expected:
+        expected = "http://" + expected  # requests.adapters: prepend_scheme_if_needed(proxy, "http")
+    assert double_proxy_for(full) == expected
 
 
 def test_fail_child_ignores_sigterm_needs_sigkill(servers):

@@ -40,7 +40,10 @@ def fixture_double():
 
     def start(args=(), **env):
         port = free_port()
-        full = dict(os.environ, PYTHONPATH=DOUBLE, SGLANG_DOUBLE_REQUIRE_TOOLS="0",
+        # The server's own environment has no proxy (a test that puts one into the probes' environment sets it
+        # before this starts): SGLang's warm-up request would go through it.
+        own = dict((name, value) for name, value in os.environ.items() if not name.lower().endswith("_proxy"))
+        full = dict(own, PYTHONPATH=DOUBLE, SGLANG_DOUBLE_REQUIRE_TOOLS="0",
                     SGLANG_DOUBLE_STATE_DIR=os.path.join(tmp, "state"), SGLANG_DOUBLE_GPU_DIR=os.path.join(tmp, "gpu"))
         full.update(env)
         proc = subprocess.Popen([sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--port", str(port)]

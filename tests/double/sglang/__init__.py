@@ -35,7 +35,10 @@ Environment knobs:
 
 =================================  ==========  =================================================
 SGLANG_DOUBLE_LOAD_SECONDS         3           model load; the port stays closed meanwhile
-SGLANG_DOUBLE_WARMUP_SECONDS       1           port open, /health 503, then ready
+SGLANG_DOUBLE_WARMUP_SECONDS       1           port open, /health 503; ready no earlier than this
+                                               (and only once the warm-up request succeeded);
+                                               also the pause before each warm-up try, at most 1 s
+SGLANG_DOUBLE_WARMUP_TRIES         120         GET /get_model_info tries of the warm-up (SGLang: 120)
 SGLANG_DOUBLE_HEALTH_DELAY         0.05        time /health takes once ready (C04 uses 1.2)
 SGLANG_DOUBLE_HEALTH_TIMEOUT       20          /health wait before 503 when a scheduler died
 SGLANG_DOUBLE_GENERATE_SECONDS     0.05        time one completion takes
@@ -51,6 +54,24 @@ SGLANG_DOUBLE_SSL                  0           1: add 0.5.10's --ssl-* flags (0.
 SGLANG_DOUBLE_FAIL                 (none)      comma-separated failure modes, below
 =================================  ==========  =================================================
 
+Warm-up request (SGLang's ``_wait_and_warmup``/``_execute_server_warmup``; skipped with
+``--skip-server-warmup`` and on nodes with --node-rank >= 1): once the port is open, a thread
+sleeps (1 s in SGLang; here min(1 s, SGLANG_DOUBLE_WARMUP_SECONDS), so that tests stay fast) and
+requests ``GET <ServerArgs.url()>/get_model_info`` (e.g. ``http://0.0.0.0:30000`` for --host
+0.0.0.0; https with 0.5.10's --ssl-certfile, verified against --ssl-ca-certs or not at all),
+timeout 5 s, ``Authorization: Bearer <api key>`` when --api-key is set, up to
+SGLANG_DOUBLE_WARMUP_TRIES times until it answers 200; then ``POST /generate`` (``/encode`` with
+--is-embedding) "The capital city of France is", max_new_tokens 8. The requests go through the
+proxy that ``requests`` would pick from the environment (http_proxy/HTTP_PROXY, https_proxy,
+all_proxy, no_proxy/NO_PROXY with requests' matching; urllib carries them), field case C21. When
+every try failed or the generation did: ``Initialization failed. warmup error: <traceback>``
+(ending in a ``requests.exceptions.ProxyError``/``ConnectionError``/``SSLError`` or
+``AssertionError: res=<Response [502]>, ...`` line), the tree is killed and the launcher exits 1
+(SIGKILLs itself with SGLANG_DOUBLE_EXIT_STYLE=sglang, as kill_process_tree(os.getpid()) does).
+Only then: ready, "The server is fired up and ready to roll!". Generations are served from the
+moment the port opens (SGLang's warm-up is one of them); /health answers 503 until ready.
+``main.json`` has ``warmup`` (url, proxy, tries, result, error).
+
 Failure modes (``SGLANG_DOUBLE_FAIL``):
 
 ``crash_during_load``
@@ -58,7 +79,9 @@ Failure modes (``SGLANG_DOUBLE_FAIL``):
     (``SimulatedCrash: ...``), kills its children and exits 1; the port never opens.
 ``never_healthy``
     the port opens and /v1/models answers, but /health stays 503 forever and
-    "The server is fired up and ready to roll!" is never logged.
+    "The server is fired up and ready to roll!" is never logged: the warm-up's
+    /get_model_info tries run (and can fail), its generation never returns, and
+    generations answer 503.
 ``child_ignores_sigterm``
     the first scheduler (TP0 of DP0) ignores SIGTERM and has no parent-death
     signal: only SIGKILL ends it (the launcher's shutdown does so after 2 s;

@@ -4,8 +4,9 @@
 ``sglang serve`` run: check the model path, start the schedulers (or the data
 parallel controller) and the detokenizer with multiprocessing "spawn", wait
 for the simulated model load, then serve SGLang's HTTP API with
-``http.server.ThreadingHTTPServer``. See the package docstring of ``sglang``
-for the knobs.
+``http.server.ThreadingHTTPServer`` and make SGLang's warm-up request to
+itself (through the environment's proxy, as ``requests`` would). See the
+package docstring of ``sglang`` for the knobs.
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ import logging
 import multiprocessing as mp
 import os
 import hmac
+import http.client
 import signal
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
 import traceback
+import urllib.error
+import urllib.request
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
@@ -114,6 +119,9 @@ class ServerState:
         self.scheduler_infos = scheduler_infos
         self.lock = threading.Lock()
         self.ready = False
+        # generations are served from the moment the port opens (SGLang's warm-up request is one;
+        # its TokenizerManager does not check server_status), only /health waits for ready
+        self.accepting = False
         self.draining = False
         self.dead_schedulers: List[int] = []
         self.inflight = [0] * max(server_args.dp_size, 1)
@@ -132,7 +140,7 @@ class ServerState:
 
     def begin_request(self, tokens: int) -> Optional[int]:
         with self.lock:
-            if self.draining or not self.ready:
+            if self.draining or not (self.ready or self.accepting):
                 return None
             dp = next(self._next_dp)
             self.inflight[dp] += 1
@@ -246,6 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
             "/get_load": (("GET",), self.get_load),
             "/metrics": (("GET",), self.metrics),
             "/generate": (("POST",), self.generate),
+            "/encode": (("POST", "PUT"), self.encode),
             "/v1/chat/completions": (("POST",), self.chat_completions),
             "/v1/completions": (("POST",), self.completions),
             # admin endpoints (AuthLevel.ADMIN_OPTIONAL in 0.5.9, see ADMIN_ROUTES)
@@ -480,6 +489,23 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         self._json(200, results if batch else results[0])
 
+    def encode(self, body: bytes) -> None:
+        """POST /encode (the warm-up request of an --is-embedding server): a fixed 8-float embedding."""
+        req = self._parse_json(body)
+        if req is None:
+            return
+        texts = req.get("text", req.get("input_ids", ""))
+        batch = isinstance(texts, list) and texts and not isinstance(texts[0], int)
+        items = texts if batch else [texts]
+        prompt_tokens = [len(t) if isinstance(t, list) else _count_tokens(t) for t in items]
+        if not self._run_generation(sum(prompt_tokens)):
+            return
+        results = [{"embedding": [round(0.125 * (i + 1), 3) for i in range(8)],
+                    "meta_info": {"id": uuid.uuid4().hex, "prompt_tokens": p, "cached_tokens": 0,
+                                  "weight_version": self.st.server_args.weight_version}}
+                   for p in prompt_tokens]
+        self._json(200, results if batch else results[0])
+
     def chat_completions(self, body: bytes) -> None:
         req = self._parse_json(body)
         if req is None:
@@ -662,6 +688,188 @@ def _make_httpd(host: str, port: int, handler, state: ServerState,
     return httpd
 
 
+# --------------------------------------------------------------------------- warm-up client
+# SGLang's warm-up thread uses ``requests``; the double has only urllib. urllib's default opener
+# does not choose the proxy as requests does (it ignores ALL_PROXY, CIDR entries in NO_PROXY and
+# an empty no_proxy that should give way to NO_PROXY, and it snapshots the environment the first
+# time it is used), so the choice is made here as requests 2.x does it and urllib only carries
+# the request, through exactly that proxy or none. Errors are raised as requests' exceptions
+# (same names and message shapes), so that the warm-up error line reads like SGLang's.
+class RequestException(IOError):
+    """requests.exceptions.RequestException, for the warm-up error line."""
+
+
+class RequestsConnectionError(RequestException):
+    pass
+
+
+class ProxyError(RequestsConnectionError):
+    pass
+
+
+class RequestsSSLError(RequestsConnectionError):
+    pass
+
+
+class ConnectTimeout(RequestsConnectionError):
+    pass
+
+
+class ReadTimeout(RequestException):
+    pass
+
+
+class InvalidSchema(RequestException, ValueError):
+    pass
+
+
+for _cls, _name in ((RequestException, "RequestException"), (RequestsConnectionError, "ConnectionError"),
+                    (ProxyError, "ProxyError"), (RequestsSSLError, "SSLError"), (ConnectTimeout, "ConnectTimeout"),
+                    (ReadTimeout, "ReadTimeout"), (InvalidSchema, "InvalidSchema")):
+    _cls.__module__, _cls.__name__, _cls.__qualname__ = "requests.exceptions", _name, _name
+
+
+def _is_ipv4(text: str) -> bool:
+    try:
+        socket.inet_aton(text)
+    except OSError:
+        return False
+    return True
+
+
+def _in_cidr(ip: str, net: str) -> Optional[bool]:
+    """None when ``net`` is no CIDR by requests' rules (one "/", mask 1..32, inet_aton address)."""
+    if net.count("/") != 1:
+        return None
+    addr, bits = net.split("/")
+    try:
+        mask_bits = int(bits)
+    except ValueError:
+        return None
+    if not 1 <= mask_bits <= 32 or not _is_ipv4(addr):
+        return None
+    mask = (0xFFFFFFFF << (32 - mask_bits)) & 0xFFFFFFFF
+    ip_n = struct.unpack(">L", socket.inet_aton(ip))[0]
+    net_n = struct.unpack(">L", socket.inet_aton(addr))[0]
+    return (ip_n & mask) == (net_n & mask)
+
+
+def proxy_for(url: str) -> Optional[str]:
+    """The proxy ``requests.get(url)`` goes through with this process's environment, or None.
+
+    requests 2.x (trust_env): utils.should_bypass_proxies (no_proxy, else NO_PROXY; an IPv4 host
+    matches an entry equal to it or a CIDR holding it, another host one it ends with, with or
+    without :port; then urllib's proxy_bypass, which also knows ``*``), else urllib's getproxies
+    (``<scheme>_proxy`` of either case, lower case first) and utils.select_proxy (scheme, then
+    ``all``); a proxy without scheme gets http://.
+    """
+    parts = urlsplit(url)
+    host = parts.hostname
+    if host is None:
+        return None
+    no_proxy = os.environ.get("no_proxy") or os.environ.get("NO_PROXY")
+    if no_proxy:
+        entries = [e for e in no_proxy.replace(" ", "").split(",") if e]
+        if _is_ipv4(host):
+            for entry in entries:
+                inside = _in_cidr(host, entry)
+                if inside or (inside is None and host == entry):
+                    return None
+        else:
+            host_port = host + (":%d" % parts.port if parts.port else "")
+            if any(host.endswith(e) or host_port.endswith(e) for e in entries):
+                return None
+    try:
+        if urllib.request.proxy_bypass(host):
+            return None
+    except (TypeError, socket.gaierror):
+        pass
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if proxy and "://" not in proxy:
+        proxy = "http://" + proxy
+    return proxy or None
+
+
+def _pool(scheme: str, host: Optional[str], port: Optional[int]) -> str:
+    return "%sConnectionPool(host=%r, port=%s)" % ("HTTPS" if scheme == "https" else "HTTP", host,
+                                                   port or (443 if scheme == "https" else 80))
+
+
+def _conn(scheme: str, host: Optional[str], port: Optional[int]) -> str:
+    return "%sConnection(host=%r, port=%s)" % ("HTTPS" if scheme == "https" else "HTTP", host,
+                                               port or (443 if scheme == "https" else 80))
+
+
+def _conn_error(conn: str, host: Optional[str], reason: BaseException) -> str:
+    """urllib3's NameResolutionError/NewConnectionError text for a failed connect, else the error's repr."""
+    if isinstance(reason, socket.gaierror):
+        return "NameResolutionError(\"%s: Failed to resolve '%s' (%s)\")" % (conn, host, reason)
+    if getattr(reason, "errno", None) is not None:
+        return "NewConnectionError(\"%s: Failed to establish a new connection: %s\")" % (conn, reason)
+    return repr(reason)
+
+
+def warmup_request(method: str, url: str, headers: Dict[str, str], timeout: float,
+                   json_body: Any = None, ca_certs: Optional[str] = None) -> Tuple[int, bytes]:
+    """(status, body) of one request as ``requests`` would make it, or a requests-named exception.
+
+    https: verified against ``ca_certs`` (file or directory, host name checked) when given, else
+    not verified (0.5.10's ServerArgs.ssl_verify()).
+    """
+    parts = urlsplit(url)
+    proxy = proxy_for(url)
+    if proxy and proxy.lower().startswith("socks"):
+        raise InvalidSchema("Missing dependencies for SOCKS support.")
+    handlers: List[Any] = [urllib.request.ProxyHandler({parts.scheme: proxy} if proxy else {})]
+    if parts.scheme == "https":
+        if ca_certs:
+            ctx = ssl.create_default_context(**({"capath": ca_certs} if os.path.isdir(ca_certs)
+                                                else {"cafile": ca_certs}))
+        else:
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        handlers.append(urllib.request.HTTPSHandler(context=ctx))
+    opener = urllib.request.build_opener(*handlers)
+    data = None
+    hdrs = {"Accept": "*/*", **headers}
+    if json_body is not None:
+        data = json.dumps(json_body).encode()
+        hdrs["Content-Type"] = "application/json"
+    req = urllib.request.Request(url, data=data, headers=hdrs, method=method)
+    target = urlsplit(proxy) if proxy and parts.scheme == "http" else parts
+    where = url if target is not parts else (parts.path or "/")
+    try:
+        with opener.open(req, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+    except urllib.error.URLError as exc:
+        reason = exc.reason if isinstance(exc.reason, BaseException) else OSError(str(exc.reason))
+        pool = _pool(target.scheme, target.hostname, target.port)
+        if isinstance(reason, ssl.SSLError):
+            raise RequestsSSLError("%s: Max retries exceeded with url: %s (Caused by SSLError(%r))"
+                                   % (pool, where, reason)) from exc
+        if proxy:
+            proxied = urlsplit(proxy)
+            cause = _conn_error(_conn(parts.scheme, proxied.hostname, proxied.port), proxied.hostname, reason)
+            raise ProxyError("%s: Max retries exceeded with url: %s (Caused by ProxyError('Unable to connect "
+                             "to proxy', %s))" % (pool, where, cause)) from exc
+        conn = _conn(parts.scheme, parts.hostname, parts.port)
+        if isinstance(reason, (socket.timeout, TimeoutError)):
+            raise ConnectTimeout("%s: Max retries exceeded with url: %s (Caused by ConnectTimeoutError(%s, "
+                                 "'Connection to %s timed out. (connect timeout=%s)'))"
+                                 % (pool, where, conn, parts.hostname, timeout)) from exc
+        raise RequestsConnectionError("%s: Max retries exceeded with url: %s (Caused by %s)"
+                                      % (pool, where, _conn_error(conn, parts.hostname, reason))) from exc
+    except (socket.timeout, TimeoutError) as exc:
+        raise ReadTimeout("%s: Read timed out. (read timeout=%s)"
+                          % (_pool(target.scheme, target.hostname, target.port), timeout)) from exc
+    except (http.client.HTTPException, ConnectionError, OSError) as exc:
+        raise RequestsConnectionError("('Connection aborted.', %r)" % exc) from exc
+
+
 # --------------------------------------------------------------------------- launcher
 class _Launcher:
     def __init__(self, server_args):
@@ -676,6 +884,9 @@ class _Launcher:
         self.known_pids: List[int] = []
         self.scheduler_pids: List[int] = []
         self.state_extra: Dict[str, Any] = {}
+        # set by the warm-up thread: None while it runs, then ("ok"|"skipped"|"failed", traceback)
+        self.warmup_result: Optional[Tuple[str, Optional[str]]] = None
+        self.warmup_info: Dict[str, Any] = {}
 
     # ---- helpers
     def _on_stop(self, signum, _frame) -> None:
@@ -725,6 +936,106 @@ class _Launcher:
         kill_pids(self.tree())
         self.record(phase="failed")
         self.exit(code, kill_self=self.quit_received)
+
+    def warmup_failed(self) -> None:
+        """0.5.9 _execute_server_warmup after its error line: kill_process_tree(os.getpid()), i.e.
+        SIGKILL to every descendant, then to the launcher itself (SGLANG_DOUBLE_EXIT_STYLE=sglang;
+        the clean style exits 1 instead)."""
+        kill_pids(self.tree())
+        self.record(phase="failed", warmup=dict(self.warmup_info))
+        self.exit(1, kill_self=True)
+
+    def _wait_and_warmup(self) -> None:
+        """SGLang's warm-up thread (http_server._wait_and_warmup / _execute_server_warmup, 0.5.9;
+        https and its verification as 0.5.10), run once the port is open.
+
+        Up to SGLANG_DOUBLE_WARMUP_TRIES (SGLang: 120) times: sleep, then GET <url>/get_model_info
+        (timeout 5 s, the api key as Bearer token) until it answers 200; then POST /generate (/encode
+        for --is-embedding) with "The capital city of France is" (one per dp rank when dp > 1),
+        temperature 0, max_new_tokens 8 (1 for /encode), timeout 600 s. <url> is ServerArgs.url(),
+        e.g. http://0.0.0.0:30000 for --host 0.0.0.0, and the requests honour the proxy variables
+        as ``requests`` does (see proxy_for): with http_proxy set and no no_proxy entry for the
+        host, the warm-up goes to the proxy. A failure is logged as "Initialization failed. warmup
+        error: <traceback>" and the main loop ends the server. A /get_model_info answer that is
+        not SGLang's JSON ends this thread with an uncaught exception, as in SGLang (logged by
+        threading's excepthook): the server then never becomes ready.
+        """
+        sa = self.sa
+        url = sa.url()
+        headers = {"Authorization": "Bearer %s" % sa.api_key} if sa.api_key else {}
+        ca_certs = getattr(sa, "ssl_ca_certs", None)
+        tries = max(int(env_float("SGLANG_DOUBLE_WARMUP_TRIES", 120.0)), 1)
+        # SGLang sleeps 1 s before every try. The double sleeps min(1 s, SGLANG_DOUBLE_WARMUP_SECONDS)
+        # (at least 0.05 s) so that tests, which set a short warm-up to start servers quickly, are
+        # not slowed down to 1 s per start and a failing warm-up (SGLANG_DOUBLE_WARMUP_TRIES=2)
+        # ends in well under a second; with the default warm-up of 1 s it is SGLang's 1 s.
+        interval = max(0.05, min(1.0, env_float("SGLANG_DOUBLE_WARMUP_SECONDS", 1.0)))
+        self.warmup_info = {"url": url, "proxy": proxy_for(url + "/get_model_info"), "tries": 0,
+                            "max_tries": tries, "interval": interval, "result": "running"}
+        last_traceback = None
+        model_info_body = None
+        for dummy in range(tries):
+            time.sleep(interval)
+            self.warmup_info["tries"] += 1
+            try:
+                status, body = warmup_request("GET", url + "/get_model_info", headers, 5, ca_certs=ca_certs)
+                assert status == 200, "res=<Response [%d]>, res.text=%r" % (status, body.decode("utf-8", "replace"))
+                model_info_body = body
+                break
+            except (AssertionError, RequestException):
+                last_traceback = traceback.format_exc()
+        if model_info_body is None:
+            self._warmup_error(last_traceback)
+            return
+
+        model_info = json.loads(model_info_body)  # requests' res.json(); not caught there either
+        is_generation = model_info["is_generation"]
+        request_name = "/generate" if is_generation else "/encode"
+        dp = max(sa.dp_size, 1)
+        json_data: Dict[str, Any] = {"sampling_params": {"temperature": 0,
+                                                         "max_new_tokens": 8 if is_generation else 1}}
+        if getattr(sa, "skip_tokenizer_init", False):
+            json_data["input_ids"] = [[10, 11, 12] for dummy in range(dp)] if dp > 1 else [10, 11, 12]
+        else:
+            json_data["text"] = ["The capital city of France is"] * dp if dp > 1 else "The capital city of France is"
+        if "never_healthy" in self.modes:
+            # SGLANG_DOUBLE_FAIL=never_healthy: the warm-up generation never comes back, so the
+            # server never goes Up and never logs "fired up" (nor does it die).
+            self.warmup_info["result"] = "hung"
+            return
+        pd = (getattr(sa, "disaggregation_mode", None) or "null") != "null"
+        try:
+            if not pd:
+                status, body = warmup_request("POST", url + request_name, headers, 600, json_body=json_data,
+                                              ca_certs=ca_certs)
+                assert status == 200, "<Response [%d]>" % status
+            else:
+                logger.info("Start of pd disaggregation warmup ...")
+                tp = max(sa.tp_size, 1)
+                json_data = {
+                    "sampling_params": {"temperature": 0.0, "max_new_tokens": 8, "ignore_eos": True},
+                    "bootstrap_host": ["2.2.2.2"] * dp,  # FAKE_BOOTSTRAP_HOST
+                    "bootstrap_room": [i * (2 ** 63 // dp) + (i % tp) for i in range(dp)],
+                    "input_ids": [[0, 1, 2, 3]] * dp,
+                }
+                status, body = warmup_request("POST", url + request_name, headers, 1800, json_body=json_data,
+                                              ca_certs=ca_certs)
+                if status == 200:
+                    logger.info("End of prefill disaggregation mode warmup with status %d, resp: %s",
+                                status, json.loads(body))
+                else:
+                    logger.info("Prefill disaggregation mode warm Up Failed, status code: %d", status)
+        except Exception:  # noqa: BLE001 - as SGLang
+            self._warmup_error(traceback.format_exc())
+            return
+        self.warmup_info["result"] = "ok"
+        self.warmup_result = ("ok", None)
+
+    def _warmup_error(self, last_traceback: Optional[str]) -> None:
+        logger.error("Initialization failed. warmup error: %s", last_traceback)
+        self.warmup_info["result"] = "failed"
+        self.warmup_info["error"] = ((last_traceback or "").rstrip().splitlines() or [""])[-1]
+        self.warmup_result = ("failed", last_traceback)
 
     # ---- phases
     def run(self) -> None:
@@ -910,16 +1221,25 @@ class _Launcher:
             state.ready = True
             self.record(phase="ready")
         else:
+            state.accepting = "never_healthy" not in self.modes
+            if sa.skip_server_warmup:
+                self.warmup_info = {"result": "skipped"}
+                self.warmup_result = ("skipped", None)
+            else:
+                threading.Thread(target=self._wait_and_warmup, daemon=True).start()
             self.record(phase="warmup")
         next_check = 0.0
         while self.stop_signal is None:
             if self.quit_received:
                 logger.error("SIGQUIT received. It usually means one child failed.")
                 self.fail(1)
+            if self.warmup_result is not None and self.warmup_result[0] == "failed":
+                self.warmup_failed()
             now = time.time()
-            if not state.ready and now >= ready_at and "never_healthy" not in self.modes:
+            if not state.ready and now >= ready_at and self.warmup_result is not None \
+                    and "never_healthy" not in self.modes:
                 state.ready = True
-                self.record(phase="ready")
+                self.record(phase="ready", warmup=dict(self.warmup_info))
                 logger.info("The server is fired up and ready to roll!")
             if now >= next_check:
                 next_check = now + 0.2
