@@ -7,7 +7,9 @@
 Each rule has one home in the private module_utils, where the modules use it too: secrets in
 ``_secrets`` (``secret_flags``, ``redact_args``, ``redact_env``), server settings and GPU counts in
 ``_server_process.cmdline`` (``server_settings``, ``gpus_needed``), service states in ``_supervisors``
-(``service_active``). These are thin wrappers; the contracts are in each filter's documentation
+(``service_active``), the confinement of a service in ``_sandbox`` (``sandbox_directives``,
+``cache_environment``, ``gpu_device_access``, ``security_exposure``) and the systemd version in ``_host_init``
+(``systemd_version``). These are thin wrappers; the contracts are in each filter's documentation
 (``plugins/filter/<name>.yml``) and in the docstrings of the functions.
 """
 
@@ -17,7 +19,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _secrets, _supervisors
+from ansible_collections.inferops.sglang.plugins.module_utils import _host_init, _sandbox, _secrets, _supervisors
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
 
 
@@ -63,4 +65,9 @@ class FilterModule(object):
             'gpus_needed': _wrap(cmdline.gpus_needed, 'gpus_needed'),
             'server_settings': _wrap(_complete_settings, 'server_settings'),
             'service_active': _wrap(_supervisors.service_active, 'service_active'),
+            'sandbox_directives': _wrap(_sandbox.sandbox_directives, 'sandbox_directives'),
+            'cache_environment': _wrap(_sandbox.cache_environment, 'cache_environment'),
+            'gpu_device_access': _wrap(_sandbox.gpu_device_access, 'gpu_device_access'),
+            'security_exposure': _wrap(_sandbox.security_exposure, 'security_exposure'),
+            'systemd_version': _wrap(_host_init.parse_systemctl_version, 'systemd_version'),
         }

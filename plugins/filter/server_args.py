@@ -18,6 +18,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils._server_args impor
     argv_to_args,
     diff_args,
     environment_file_line,
+    invalid_environment,
     nccl_profile,
     no_proxy_env,
     systemd_quote,
@@ -76,4 +77,5 @@ class FilterModule(object):
             'topology_defaults': _wrap(topology_defaults),
             'nccl_profile': _wrap(nccl_profile),
             'no_proxy_env': _wrap(no_proxy_env),
+            'invalid_env': _wrap(invalid_environment),
         }

@@ -19,7 +19,7 @@ A flag's value is a secret (:func:`is_secret_flag`) when the flag is
   it from its own recorded launch command), not a file path;
 * named with one of the words of ``SECRET_FLAG_WORDS`` (``--hf-token``, ``--db-password``), unless it
   is one of ``NOT_SECRET_FLAGS``, SGLang flags whose names contain such a word but hold no secret
-  (``--ssl-keyfile``, ``--speculative-token-map``); ``--max-total-tokens`` and ``--tokenizer-path``
+  (``--ssl-keyfile``, ``--speculative-token-map``; the router's ``--tls-key-path``, ``--client-key-path``); ``--max-total-tokens`` and ``--tokenizer-path``
   do not match, since ``tokens`` and ``tokenizer`` are other words;
 * an abbreviation argparse would expand to a secret flag (``--api-k``, at least five characters;
   any prefix in the ``--x=value`` form, which argparse echoes whole in its error messages), or a
@@ -56,6 +56,9 @@ SECRET_FLAG_WORDS = frozenset(('key', 'token', 'secret', 'password', 'passwd', '
 # but whose values are not.
 NOT_SECRET_FLAGS = (
     'ssl-keyfile',
+    # sglang-router 0.3.2: the paths of its TLS and mTLS private keys (router_args.py, tls_group).
+    'tls-key-path',
+    'client-key-path',
     'speculative-token-map',
     'bucket-time-to-first-token',
     'bucket-inter-token-latency',

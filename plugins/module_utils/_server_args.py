@@ -275,6 +275,23 @@ def systemd_command_line(argv):
     return ' '.join(systemd_quote(token) for token in argv)
 
 
+def invalid_environment(env):
+    """The names of the entries of ``env`` (a mapping) that an environment file of the collection refuses, sorted.
+
+    A name must be ``[A-Za-z_][A-Za-z0-9_]*``; a value must be text (quote numbers in YAML) without a newline, a
+    carriage return or a NUL byte. Only names are returned, never values (they may be secrets).
+    Raises TypeError when ``env`` is not a mapping.
+    """
+    if not hasattr(env, 'items'):
+        raise TypeError('expected a mapping of environment variables, got %s' % type(env).__name__)
+    bad = []
+    for name, value in env.items():
+        if (not isinstance(name, str) or not _ENV_NAME_RE.match(name) or not isinstance(value, str)
+                or any(ch in value for ch in '\n\r\x00')):
+            bad.append(str(name))
+    return sorted(bad)
+
+
 def environment_file_line(name, value):
     """One ``NAME="value"`` line for a file named by EnvironmentFile= (systemd.exec(5)).
 
@@ -408,7 +425,8 @@ def topology_defaults(args, interconnect, gpu_count):
 
 
 PROXY_VARIABLES = ('http_proxy', 'https_proxy', 'all_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY')
-LOOPBACK_NAMES = ('localhost', '127.0.0.1', '0.0.0.0', '::1')
+# '::' too: SGLang started with --host :: warms itself up at http://[::]:PORT.
+LOOPBACK_NAMES = ('localhost', '127.0.0.1', '0.0.0.0', '::1', '::')
 
 
 def no_proxy_env(environment, names=()):

@@ -37,6 +37,8 @@ def test_one_mask():
     ('admin-api-key', True),
     ('ssl-keyfile-password', True),
     ('ssl-keyfile', False),
+    ('tls-key-path', False),
+    ('client-key-path', False),
     ('model-path', False),
     ('max-total-tokens', False),
 ])

@@ -410,10 +410,18 @@ def test_no_proxy_env_without_a_proxy(env):
 def test_no_proxy_env_keeps_what_is_listed_and_adds_loopback_and_names():
     env = {'HTTPS_PROXY': 'http://user:pw@proxy.example:3128', 'no_proxy': '.corp, 10.0.0.0/8', 'NO_PROXY': 'localhost'}
     out = sa.no_proxy_env(env, ['gpu-01', '', '10.1.2.3', 'gpu-01'])
-    want = 'localhost,.corp,10.0.0.0/8,127.0.0.1,0.0.0.0,::1,gpu-01,10.1.2.3'
+    want = 'localhost,.corp,10.0.0.0/8,127.0.0.1,0.0.0.0,::1,::,gpu-01,10.1.2.3'
     assert out == {'NO_PROXY': want, 'no_proxy': want}
 
 
 def test_no_proxy_env_rejects_a_list():
     with pytest.raises(TypeError):
         sa.no_proxy_env(['http_proxy=x'])
+
+
+def test_invalid_environment_names_bad_entries_without_their_values():
+    env = {'GOOD': 'x', '1BAD': 'x', 'NUM': 1, 'NL': 'a\nb', 'CR': 'a\rb', 'NUL': 'a\x00b', 'EMPTY': '', 'sp ace': 'x'}
+    assert sa.invalid_environment(env) == ['1BAD', 'CR', 'NL', 'NUL', 'NUM', 'sp ace']
+    assert sa.invalid_environment({}) == []
+    with pytest.raises(TypeError):
+        sa.invalid_environment(['A=1'])
