@@ -2,40 +2,55 @@
 
     python3 loadgen.py --url http://127.0.0.1:30000 --out /root/loadgen.json
         [--concurrency 2] [--max-requests 5000] [--max-seconds 900] [--stop-file /tmp/loadgen.stop]
-        [--timeout 60] [--pause 0.05]
+        [--timeout 60] [--pause 0.05] [--cafile /etc/sglang/tls/ca.pem]
+
+    LOADGEN_API_KEY=... python3 loadgen.py --url https://127.0.0.1:30000 --cafile ca.pem --out ...
+
+A router with --api-key requires "Authorization: Bearer <key>": give the key in the environment variable
+LOADGEN_API_KEY (preferred; it stays off the command line, which every local user can read with ps) or with
+--api-key. --cafile is the CA (PEM) that verifies an https --url; without it the system's store does.
 
 Each worker thread sends one request at a time (POST /v1/chat/completions, max_tokens 8) until the stop file
 appears, --max-requests were sent in all, or --max-seconds passed: it always stops by itself. A request counts
 as failed on any answer but 200 with a non-empty completion (connection errors and timeouts included).
 Writes JSON to --out while running (every second) and at the end: sent, ok, failed, the first failures,
-latency percentiles (ms), started/finished (epoch s), finished_reason, running (false at the end).
+latency percentiles (ms), started/finished (epoch s), finished_reason, running (false at the end). The key is
+never written to --out.
 """
 import argparse
 import json
 import os
+import ssl
 import threading
 import time
 import urllib.error
 import urllib.request
 
 
-def one_request(url, model, timeout):
+def one_request(url, model, timeout, api_key="", context=None):
     body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Say hello."}],
                        "max_tokens": 8, "temperature": 0}).encode()
-    req = urllib.request.Request(url + "/v1/chat/completions", data=body,
-                                 headers={"Content-Type": "application/json"}, method="POST")
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = "Bearer " + api_key
+    req = urllib.request.Request(url + "/v1/chat/completions", data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
             status, raw = resp.status, resp.read()
     except urllib.error.HTTPError as exc:
-        return False, "HTTP %d: %s" % (exc.code, exc.read()[:200].decode("utf-8", "replace"))
+        return False, mask("HTTP %d: %s" % (exc.code, exc.read()[:200].decode("utf-8", "replace")), api_key)
     except Exception as exc:  # noqa: BLE001 - every error is a failed request
-        return False, "%s: %s" % (type(exc).__name__, exc)
+        return False, mask("%s: %s" % (type(exc).__name__, exc), api_key)
     try:
         content = json.loads(raw)["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
         return False, "HTTP %d with an unreadable body: %r" % (status, raw[:200])
     return (status == 200 and bool(content)), ("" if content else "empty completion")
+
+
+def mask(text, api_key):
+    """The text with the key replaced, should an answer echo it."""
+    return text.replace(api_key, "********") if api_key else text
 
 
 def percentile(values, pct):
@@ -56,7 +71,11 @@ def main():
     ap.add_argument("--stop-file", default="")
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--pause", type=float, default=0.05)
+    ap.add_argument("--api-key", default=os.environ.get("LOADGEN_API_KEY", ""),
+                    help="sent as Authorization: Bearer; default the environment variable LOADGEN_API_KEY (preferred)")
+    ap.add_argument("--cafile", default="", help="CA file (PEM) that verifies an https --url")
     args = ap.parse_args()
+    context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
 
     lock = threading.Lock()
     state = {"sent": 0, "ok": 0, "failed": 0, "failures": [], "latencies_ms": []}
@@ -82,7 +101,7 @@ def main():
                     return
                 state["sent"] += 1
             t0 = time.time()
-            ok, err = one_request(args.url.rstrip("/"), args.model, args.timeout)
+            ok, err = one_request(args.url.rstrip("/"), args.model, args.timeout, args.api_key, context)
             with lock:
                 if ok:
                     state["ok"] += 1
@@ -96,7 +115,8 @@ def main():
     def report(running):
         with lock:
             lat = list(state["latencies_ms"])
-            data = {"url": args.url, "concurrency": args.concurrency, "sent": state["sent"], "ok": state["ok"],
+            data = {"url": args.url, "concurrency": args.concurrency, "api_key_set": bool(args.api_key),
+                    "sent": state["sent"], "ok": state["ok"],
                     "failed": state["failed"], "failures": list(state["failures"]),
                     "latency_ms": {"p50": percentile(lat, 50), "p99": percentile(lat, 99),
                                    "max": round(max(lat), 1) if lat else None},
