@@ -36,7 +36,6 @@ HARDENING = (
     ('ProtectKernelModules', 'yes', 232),
     ('ProtectKernelLogs', 'yes', 244),
     ('ProtectControlGroups', 'yes', 232),
-    ('ProtectClock', 'yes', 245),
     ('ProtectHostname', 'yes', 242),
     ('RestrictSUIDSGID', 'yes', 242),
     ('RestrictRealtime', 'yes', 231),
@@ -48,6 +47,10 @@ HARDENING = (
 CAPABILITIES_VERSION = 229
 ADDRESS_FAMILIES_VERSION = 211
 REMOVE_IPC_VERSION = 232
+# ProtectClock= (245) implied DeviceAllow=char-rtc r up to systemd 252, which turned the default device policy into
+# a closed one and hid /dev/nvidia* (systemd issue 18142, fixed in 253): written from 253 on, or with a device policy.
+PROTECT_CLOCK_VERSION = 245
+PROTECT_CLOCK_SAFE_VERSION = 253
 PROTECT_HOME_VERSION = 214
 READ_WRITE_PATHS_VERSION = 231
 LOG_FILTER_PATTERNS_VERSION = 253
@@ -100,9 +103,11 @@ def sandbox_directives(systemd_version, read_paths=(), read_write_paths=(), devi
     ``systemd_version``: the host's systemd major version (int; ``None`` -> only directives every systemd has).
     ``read_paths``: absolute paths the service must read (interpreter, venv, models); when one is under /home,
     /root or /run/user, ``ProtectHome=read-only`` instead of ``yes``. ``read_write_paths``: absolute paths it
-    writes (caches, working directory; a leading ``-`` tolerates a missing path), listed in ``ReadWritePaths=``
-    and also kept visible. ``device_policy``: ``''`` (no device policy, every device reachable: the default,
-    since ``/dev/nvidia*`` must stay usable), ``closed`` or ``strict``; with a policy each entry of
+    writes (caches, working directory; a leading ``-`` tolerates a missing path), listed in ``ReadWritePaths=``;
+    when one is under a home, no ``ProtectHome=`` at all (systemd keeps a home read-only even where
+    ``ReadWritePaths=`` names it, since for one path the more restrictive mount wins). ``device_policy``: ``''``
+    (no device policy, every device reachable: the default, since ``/dev/nvidia*`` must stay usable), ``closed`` or
+    ``strict``; with a policy each entry of
     ``device_allow`` (``/dev/nvidia0 rw``, ``char-nvidia-uvm rw``) becomes a ``DeviceAllow=`` line.
     ``log_filter_patterns``: regular expressions of journal lines to drop (``LogFilterPatterns=~...``), written
     only where systemd has it (253 or later). ``capabilities``: ``None`` leaves the capability set alone (a root
@@ -120,6 +125,8 @@ def sandbox_directives(systemd_version, read_paths=(), read_write_paths=(), devi
     if device_policy not in ('', 'closed', 'strict'):
         raise ValueError("device_policy must be '', 'closed' or 'strict', got %r" % (device_policy,))
     lines = [[name, value] for name, value, since in HARDENING if version >= since]
+    if version >= (PROTECT_CLOCK_VERSION if device_policy else PROTECT_CLOCK_SAFE_VERSION):
+        lines.append(['ProtectClock', 'yes'])
     if capabilities is not None and version >= CAPABILITIES_VERSION:
         names = ' '.join(str(name) for name in capabilities)
         lines.append(['CapabilityBoundingSet', names])
@@ -128,10 +135,10 @@ def sandbox_directives(systemd_version, read_paths=(), read_write_paths=(), devi
         lines.append(['RestrictAddressFamilies', ' '.join(str(name) for name in address_families)])
     if remove_ipc and version >= REMOVE_IPC_VERSION:
         lines.append(['RemoveIPC', 'yes'])
-    if version >= PROTECT_HOME_VERSION:
-        needed = [path.lstrip('-') for path in reads + writes]
-        in_home = any(_under(path, HOME_TREES) for path in needed)
-        lines.append(['ProtectHome', 'read-only' if in_home else 'yes'])
+    writes_home = any(_under(path.lstrip('-'), HOME_TREES) for path in writes)
+    if version >= PROTECT_HOME_VERSION and not writes_home:
+        reads_home = any(_under(path, HOME_TREES) for path in reads)
+        lines.append(['ProtectHome', 'read-only' if reads_home else 'yes'])
     if writes and version >= READ_WRITE_PATHS_VERSION:
         lines.append(['ReadWritePaths', ' '.join(writes)])
     if device_policy and version >= DEVICE_ALLOW_VERSION:
@@ -144,12 +151,12 @@ def sandbox_directives(systemd_version, read_paths=(), read_write_paths=(), devi
     return lines
 
 
-def cache_environment(cache_dir, user='root'):
+def cache_environment(cache_dir, home=None):
     """``{VARIABLE: directory}`` that keeps every JIT cache of the server under ``cache_dir``.
 
-    ``cache_dir``: absolute path (``/var/cache/sglang``); empty -> ``{}``. ``HOME`` is set to ``cache_dir`` too
-    unless ``user`` is root (root keeps its own home: a Hugging Face hub cache under it stays where it is).
-    Raises ValueError for a relative path.
+    ``cache_dir``: absolute path (``/var/cache/sglang``); empty -> ``{}``. ``home``: the service user's home
+    directory, written as ``HOME`` (supervisord does not set it for a program's user); ``None`` or empty leaves
+    ``HOME`` alone (root, whose home systemd and supervisord already give). Raises ValueError for a relative path.
     """
     if not cache_dir:
         return {}
@@ -157,8 +164,10 @@ def cache_environment(cache_dir, user='root'):
     if not root.startswith('/'):
         raise ValueError('cache_dir must be an absolute path, got %r' % (cache_dir,))
     env = dict((name, root + '/' + sub) for name, sub in CACHE_VARIABLES)
-    if user not in ('root', '0', 0):
-        env['HOME'] = root
+    if home:
+        if not str(home).startswith('/'):
+            raise ValueError('home must be an absolute path, got %r' % (home,))
+        env['HOME'] = str(home)
     return env
 
 

@@ -142,7 +142,9 @@ class TestHowTheServersRun:
     @pytest.mark.parametrize("container", SERVERS)
     def test_caches_and_environment_files_belong_to_the_service_user(self, container):
         assert sh(container, "stat -c '%U:%G %a' /var/cache/sglang").strip() == "sglang:sglang 750"
-        assert sh(container, "stat -c '%U %a' /etc/sglang/sglang.env").strip() == "sglang 600"
+        # systemd reads the environment file as root; the supervisord wrapper sources it as the service user.
+        owner = "root" if container == W1 else "sglang"
+        assert sh(container, "stat -c '%U %a' /etc/sglang/sglang.env").strip() == owner + " 600"
         assert sh(container, "stat -c '%U %a' " + CONFIG).strip() == "sglang 600"
         env = environ(container)
         for name in ("TRITON_CACHE_DIR=/var/cache/sglang/triton", "TORCHINDUCTOR_CACHE_DIR=/var/cache/sglang/torchinductor",
@@ -155,12 +157,13 @@ class TestHowTheServersRun:
         lines = unit.splitlines()
         for line in ("User=sglang", "NoNewPrivileges=yes", "PrivateTmp=yes", "ProtectSystem=strict", "ProtectHome=yes",
                      "ProtectKernelTunables=yes", "RestrictSUIDSGID=yes", "LockPersonality=yes", "CapabilityBoundingSet=",
-                     "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK", "ReadWritePaths=/var/cache/sglang"):
+                     "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK", "ReadWritePaths=/var/cache/sglang",
+                     "SupplementaryGroups=video", "ExecStartPre=-+/usr/bin/nvidia-modprobe -u -c=0"):
             assert any(have.startswith(line) for have in lines), line
         directives = [have.split("=", 1)[0] for have in lines if "=" in have and not have.startswith("#")]
         assert "PrivateDevices" not in directives and "DevicePolicy" not in directives
-        # Debian 12 has systemd 252: no LogFilterPatterns (253+).
-        assert "LogFilterPatterns" not in directives
+        # Debian 12 has systemd 252: no LogFilterPatterns, no ProtectClock (253+; before, it hid /dev/nvidia*).
+        assert "LogFilterPatterns" not in directives and "ProtectClock" not in directives
         record = sh(W1, "cat %s" % RECORD)
         exposure = re.search(r"exposure \(0.0 confined - 10.0 exposed\): before (.*), after ([0-9.]+) (\w+)", record)
         assert exposure, record

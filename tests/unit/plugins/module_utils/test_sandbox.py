@@ -26,7 +26,7 @@ def test_debian12_gets_every_directive_up_to_252_and_no_log_filter():
     lines = sandbox_directives(252, ['/opt/venv/bin/python3'], ['/var/cache/sglang'], log_filter_patterns=['server_args='])
     names = _names(lines)
     for name in ('NoNewPrivileges', 'PrivateTmp', 'ProtectSystem', 'ProtectKernelTunables', 'ProtectKernelModules',
-                 'ProtectKernelLogs', 'ProtectControlGroups', 'ProtectClock', 'ProtectHostname', 'RestrictSUIDSGID',
+                 'ProtectKernelLogs', 'ProtectControlGroups', 'ProtectHostname', 'RestrictSUIDSGID',
                  'LockPersonality', 'ProtectHome', 'ReadWritePaths'):
         assert name in names
     assert 'LogFilterPatterns' not in names
@@ -50,6 +50,7 @@ def test_a_device_policy_lists_the_allowed_devices():
 @pytest.mark.parametrize('version, present, absent', [
     (241, ['ProtectKernelTunables', 'LockPersonality'], ['ProtectKernelLogs', 'ProtectClock', 'RestrictSUIDSGID']),
     (244, ['ProtectKernelLogs', 'RestrictSUIDSGID'], ['ProtectClock']),
+    (252, ['ProtectKernelLogs'], ['ProtectClock', 'LogFilterPatterns']),
     (253, ['ProtectClock', 'LogFilterPatterns'], []),
     (None, ['PrivateTmp'], ['NoNewPrivileges', 'ProtectSystem', 'ProtectHome', 'ReadWritePaths']),
 ])
@@ -66,13 +67,20 @@ def test_log_filter_patterns_exclude_matching_lines():
     assert ['LogFilterPatterns', '~server_args=ServerArgs'] in lines
 
 
-@pytest.mark.parametrize('reads, writes', [
-    (['/root/ml-env/bin/python3'], []),
-    (['/opt/venv/bin/python3'], ['/home/ml/cache']),
-    (['/opt/venv'], ['-/root/.cache']),
-])
-def test_paths_under_a_home_make_protect_home_read_only(reads, writes):
-    assert dict(sandbox_directives(252, reads, writes))['ProtectHome'] == 'read-only'
+def test_a_venv_under_a_home_makes_protect_home_read_only():
+    assert dict(sandbox_directives(252, ['/root/ml-env/bin/python3'], ['/var/cache/sglang']))['ProtectHome'] == 'read-only'
+
+
+@pytest.mark.parametrize('writes', [['/home/ml/cache'], ['-/root/.cache'], ['/root']])
+def test_a_written_path_under_a_home_leaves_the_homes_alone(writes):
+    # ReadWritePaths=/root under ProtectHome=read-only stays read-only (the more restrictive mount wins).
+    assert 'ProtectHome' not in _names(sandbox_directives(252, ['/root/ml-env/bin/python3'], writes))
+
+
+def test_protect_clock_comes_earlier_with_a_device_policy():
+    # Up to 252 ProtectClock implied DeviceAllow=char-rtc, closing every other device without a policy of ours.
+    assert 'ProtectClock' in _names(sandbox_directives(249, [], [], 'closed', ['char-nvidia-frontend rw']))
+    assert 'ProtectClock' not in _names(sandbox_directives(249, [], []))
 
 
 def test_a_homelike_prefix_is_not_a_home():
@@ -100,7 +108,7 @@ def test_a_version_that_is_not_a_number_is_refused():
 
 
 def test_cache_environment_for_a_service_user():
-    env = cache_environment('/var/cache/sglang/', 'sglang')
+    env = cache_environment('/var/cache/sglang/', '/var/cache/sglang')
     assert env['HOME'] == '/var/cache/sglang'
     assert env['TRITON_CACHE_DIR'] == '/var/cache/sglang/triton'
     assert env['TORCHINDUCTOR_CACHE_DIR'] == '/var/cache/sglang/torchinductor'
@@ -110,14 +118,17 @@ def test_cache_environment_for_a_service_user():
     assert all(value.startswith('/var/cache/sglang') for value in env.values())
 
 
-def test_root_keeps_its_home_and_an_empty_root_sets_nothing():
-    assert 'HOME' not in cache_environment('/var/cache/sglang', 'root')
-    assert cache_environment('', 'sglang') == {}
+def test_an_existing_users_home_is_kept_and_root_gets_no_home():
+    assert cache_environment('/var/cache/sglang', '/home/alice')['HOME'] == '/home/alice'
+    assert 'HOME' not in cache_environment('/var/cache/sglang', None)
+    assert 'HOME' not in cache_environment('/var/cache/sglang', '')
+    assert cache_environment('', '/home/alice') == {}
 
 
-def test_a_relative_cache_root_is_refused():
+@pytest.mark.parametrize('cache_dir, home', [('cache', None), ('/var/cache/sglang', 'home/alice')])
+def test_relative_paths_are_refused(cache_dir, home):
     with pytest.raises(ValueError, match='absolute'):
-        cache_environment('cache', 'sglang')
+        cache_environment(cache_dir, home)
 
 
 ANALYZE = """  NAME                                                        DESCRIPTION                                                             EXPOSURE
