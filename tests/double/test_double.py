@@ -28,43 +28,27 @@ NVIDIA_SMI = HERE / "bin" / "nvidia-smi"
 PY = sys.executable
 
 
-def _import_double_parser():
-    """Import the double's ServerArgs without leaving its ``sglang`` in sys.modules/sys.path."""
+def _import_from_double(module, *names):
+    """Import ``names`` from the double's ``module`` without leaving its ``sglang`` in sys.modules/sys.path."""
     saved = {k: v for k, v in sys.modules.items() if k == "sglang" or k.startswith("sglang.")}
     for key in saved:
         del sys.modules[key]
     sys.path.insert(0, str(HERE))
     try:
-        from sglang.srt.server_args import ServerArgs as server_args_cls, prepare_server_args as prepare
-        from sglang.srt import server_args_config_parser as config_parser
+        loaded = __import__(module, fromlist=list(names))
+        return tuple(getattr(loaded, name) for name in names)
     finally:
         sys.path.remove(str(HERE))
         for key in [k for k in sys.modules if k == "sglang" or k.startswith("sglang.")]:
             del sys.modules[key]
         sys.modules.update(saved)
-    return server_args_cls, prepare, config_parser
 
 
-ServerArgs, prepare_server_args, config_parser = _import_double_parser()
+ServerArgs, prepare_server_args = _import_from_double("sglang.srt.server_args", "ServerArgs", "prepare_server_args")
+config_parser = _import_from_double("sglang.srt", "server_args_config_parser")[0]
 
 
-def _import_double_proxy_for():
-    """The double's ``proxy_for`` (warm-up proxy choice), imported as _import_double_parser does."""
-    saved = {k: v for k, v in sys.modules.items() if k == "sglang" or k.startswith("sglang.")}
-    for key in saved:
-        del sys.modules[key]
-    sys.path.insert(0, str(HERE))
-    try:
-        from sglang.srt.entrypoints.http_server import proxy_for
-    finally:
-        sys.path.remove(str(HERE))
-        for key in [k for k in sys.modules if k == "sglang" or k.startswith("sglang.")]:
-            del sys.modules[key]
-        sys.modules.update(saved)
-    return proxy_for
-
-
-double_proxy_for = _import_double_proxy_for()
+double_proxy_for = _import_from_double("sglang.srt.entrypoints.http_server", "proxy_for")[0]
 
 REFERENCE_ARGV = (
     "--model-path /shared/kimi-k2.5-int4 --tp 8 --trust-remote-code --cuda-graph-max-bs 128 "

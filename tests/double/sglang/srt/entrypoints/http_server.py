@@ -455,14 +455,19 @@ class _Handler(BaseHTTPRequestHandler):
         finish = "stop" if limit == len(CANNED_TOKENS) else "length"
         return "".join(CANNED_TOKENS[:limit]), limit, finish
 
+    @staticmethod
+    def _prompts(req: dict) -> Tuple[bool, List[int]]:
+        """(batch, prompt token counts) of a /generate or /encode body: text or input_ids, one or a list."""
+        texts = req.get("text", req.get("input_ids", ""))
+        batch = bool(isinstance(texts, list) and texts and not isinstance(texts[0], int))
+        items = texts if batch else [texts]
+        return batch, [len(t) if isinstance(t, list) else _count_tokens(t) for t in items]
+
     def generate(self, body: bytes) -> None:
         req = self._parse_json(body)
         if req is None:
             return
-        texts = req.get("text", req.get("input_ids", ""))
-        batch = isinstance(texts, list) and texts and not isinstance(texts[0], int)
-        items = texts if batch else [texts]
-        prompt_tokens = [len(t) if isinstance(t, list) else _count_tokens(t) for t in items]
+        batch, prompt_tokens = self._prompts(req)
         params = req.get("sampling_params") or {}
         if isinstance(params, list):
             params = params[0] if params else {}
@@ -494,10 +499,7 @@ class _Handler(BaseHTTPRequestHandler):
         req = self._parse_json(body)
         if req is None:
             return
-        texts = req.get("text", req.get("input_ids", ""))
-        batch = isinstance(texts, list) and texts and not isinstance(texts[0], int)
-        items = texts if batch else [texts]
-        prompt_tokens = [len(t) if isinstance(t, list) else _count_tokens(t) for t in items]
+        batch, prompt_tokens = self._prompts(req)
         if not self._run_generation(sum(prompt_tokens)):
             return
         results = [{"embedding": [round(0.125 * (i + 1), 3) for i in range(8)],
