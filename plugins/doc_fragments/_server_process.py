@@ -28,6 +28,8 @@ options:
     description:
       - The systemd unit that runs the server for good. Processes in this unit's cgroup are managed - never
         stray, never stopped.
+      - A server run by the collection's supervisord (where PID 1 is not systemd) is managed whatever this
+        option says; how it is recognised is in the description of M(inferops.sglang.server_process_info).
       - A name without a unit type suffix gets C(.service).
     type: str
     default: sglang.service

@@ -19,6 +19,7 @@ __metaclass__ = type
 
 import fnmatch
 import os
+import pwd
 import re
 import socket
 import sys
@@ -140,10 +141,21 @@ def _decode_hex_address(hex_addr, ipv6, byteorder):
     return socket.inet_ntop(family, raw)
 
 
+def user_name(uid):
+    """The passwd name of ``uid`` (int), its number as text when it has none, or None for None."""
+    if uid is None:
+        return None
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except (KeyError, OverflowError):
+        return str(uid)
+
+
 def parse_proc_net_tcp(text, ipv6=False, byteorder=None):
     """LISTEN sockets (state 0A) of /proc/net/tcp (ipv6=False) or /proc/net/tcp6 (ipv6=True).
 
-    Returns [{proto: 'tcp'|'tcp6', host, port (int), inode (int), pid: None}]; the caller fills pid
+    Returns [{proto: 'tcp'|'tcp6', host, port (int), inode (int), uid (int, the socket's owner, readable by
+    anyone, also where the owning process's /proc/PID/fd is not), pid: None}]; the caller fills pid
     from map_socket_inodes(). Lines of the other family (another address width) are skipped.
     byteorder is that of the host that wrote the text (default: this one).
     """
@@ -167,9 +179,10 @@ def parse_proc_net_tcp(text, ipv6=False, byteorder=None):
             host = _decode_hex_address(addr, ipv6, byteorder)
             port = int(port, 16)
             inode = int(fields[9])
+            uid = int(fields[7])
         except (ValueError, OSError):
             continue
-        result.append({'proto': proto, 'host': host, 'port': port, 'inode': inode, 'pid': None})
+        result.append({'proto': proto, 'host': host, 'port': port, 'inode': inode, 'uid': uid, 'pid': None})
     return result
 
 

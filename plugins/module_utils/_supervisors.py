@@ -28,6 +28,13 @@ SYSTEMD_FAILED = ('failed',)
 SUPERVISOR_ALIVE = ('RUNNING', 'STARTING')
 MANAGERS = ('systemd', 'supervisord')
 
+# The socket of the collection's own supervisord: [unix_http_server] file= of roles/service/templates/supervisord.conf.j2
+# (role variable _service_supervisor_socket, not settable). supervisord hands every program it starts the URL of
+# this socket as SUPERVISOR_SERVER_URL (supervisor/process.py), which is how a server under it is recognised.
+COLLECTION_SUPERVISOR_SOCKET = '/run/inferops-sglang-supervisor.sock'
+COLLECTION_SUPERVISOR_URL = 'unix://' + COLLECTION_SUPERVISOR_SOCKET
+SUPERVISORD_NAME = 'supervisord'
+
 # systemctl show properties converted to int.
 _INT_PROPERTIES = ('MainPID', 'NRestarts', 'ExecMainStatus')
 
@@ -159,3 +166,27 @@ def parse_supervisor_programs(text, pattern='sglang*'):
         if fnmatch.fnmatchcase(name, pattern) and name not in names:
             names.append(name)
     return names
+
+
+def is_supervisord(argv, comm=''):
+    """True for a supervisord process: its command name, argv[0] or (a Python entry point) argv[1] is
+    ``supervisord``.
+
+    :param argv: list of str, the process's command line.
+    :param comm: str, its command name (/proc/<pid>/stat field 2; the script's name for a console script).
+    """
+    names = [comm or ''] + [os.path.basename(arg) for arg in (argv or [])[:2]]
+    return SUPERVISORD_NAME in names
+
+
+def collection_program(environ):
+    """The supervisord program name when ``environ`` is the environment the collection's supervisord gave a
+    program it started (``SUPERVISOR_ENABLED=1`` and ``SUPERVISOR_SERVER_URL`` the collection's socket), else None.
+
+    :param environ: dict of str, a process's initial environment (/proc/<pid>/environ).
+    :returns: str (``SUPERVISOR_PROCESS_NAME``, '' when unset) or None.
+    """
+    environ = environ or {}
+    if environ.get('SUPERVISOR_ENABLED') != '1' or environ.get('SUPERVISOR_SERVER_URL') != COLLECTION_SUPERVISOR_URL:
+        return None
+    return environ.get('SUPERVISOR_PROCESS_NAME', '')

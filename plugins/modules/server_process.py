@@ -15,7 +15,7 @@ version_added: 0.1.0
 description:
   - Finds SGLang servers exactly as M(inferops.sglang.server_process_info) does (same options, same rules; read
     its description for what is and is not a server, orphans, GPU holders and secret redaction), and stops the
-    B(stray) ones - those not run by O(unit). Managed servers, unrelated GPU holders, clients, the
+    B(stray) ones - those run neither by O(unit) nor by the collection's supervisord. Managed servers, unrelated GPU holders, clients, the
     sglang-router, PID 1 and this module's own process tree are never signalled.
   - B(Stopping) - SIGTERM to the main process of every stray server and to the top process of every orphaned
     subtree (which no surviving parent would stop); SGLang drains in-flight requests and stops its children.
@@ -27,9 +27,10 @@ description:
     by the scan, so a pid reused by another process in the meantime is never hit. Where the kernel and Python
     allow it (Linux 5.3, Python 3.9), the process is pinned with a pidfd before the check and signalled
     through it, which closes the last race window.
-  - B(Release) - with O(wait_gpu_release), waits until C(nvidia-smi --query-compute-apps=pid,used_gpu_memory
+  - B(Release) - with O(wait_gpu_release), waits until C(nvidia-smi --query-compute-apps=pid,used_gpu_memory,gpu_uuid
     --format=csv,noheader,nounits) lists none of the stopped pids and every GPU of C(nvidia-smi
-    --query-gpu=index,memory.used --format=csv,noheader,nounits) uses less than O(gpu_memory_threshold_mib).
+    --query-gpu=index,memory.used,uuid --format=csv,noheader,nounits) uses less than O(gpu_memory_threshold_mib), not
+    counting the memory of the processes left alone on it (a managed server keeps its GPU memory).
     Without C(nvidia-smi), it waits until no process holds a file matching O(gpu_device_glob), apart from
     those that already held one before the stop and were left alone. With O(wait_port_free), it then waits
     until each stopped server's port can be bound on its host. O(release_timeout) bounds each wait.
@@ -37,6 +38,11 @@ description:
     are stopped too (at most two more rounds). A stray server seen again - restarted by a shell loop or a
     supervisor that is its parent - is a failure that names the parent; so is one seen by a last scan
     after the release waits.
+  - B(Stuck processes) - a process still there O(kill_timeout) seconds after SIGKILL is stuck in a kernel call
+    (typically the GPU driver, state C(D) in C(/proc/<pid>/stat)); the task fails and lists it in RV(stuck). When
+    such a process holds a file matching O(gpu_device_glob), RV(reboot_required) is true and the message starts
+    with the words a process stuck in the driver holds the GPUs, and says that a reboot is needed (nothing can use
+    those GPUs until then).
   - B(Contract) - check mode reports exactly what would be stopped (RV(target_pids)) and changes nothing;
     diff mode shows the stray processes before and after, one line per process (C(<pid> [<role>] <title>));
     C(changed) is true only when a signal was delivered (in check mode - when one would be); a second run
@@ -63,7 +69,7 @@ options:
   kill_timeout:
     description:
       - Seconds to wait after SIGKILL for the processes to be gone. A process still there is stuck in the
-        kernel (a driver call) and makes the task fail.
+        kernel (a driver call) and makes the task fail (see RV(stuck) and RV(reboot_required)).
     type: float
     default: 30
   wait_gpu_release:
@@ -80,10 +86,12 @@ options:
     default: 120
   gpu_memory_threshold_mib:
     description:
-      - A GPU counts as released when its C(memory.used) is below this many MiB (the driver and other processes
-        keep some memory in use).
-      - It applies to B(every) GPU C(nvidia-smi) lists; raise it, or turn O(wait_gpu_release) off, on a host
-        where other jobs use GPUs.
+      - A GPU counts as released when its C(memory.used), less the memory of the compute processes C(nvidia-smi)
+        lists on it that were not stopped (a managed server on the same GPU, another job), is below this many MiB
+        (the driver keeps some memory in use).
+      - It applies to every GPU C(nvidia-smi) lists. Where C(nvidia-smi) cannot list processes (some containers
+        show C([N/A]) or no processes), nothing is subtracted; raise it, or turn O(wait_gpu_release) off, on such
+        a host when other jobs use its GPUs.
     type: int
     default: 1024
   nvidia_smi:
@@ -155,7 +163,7 @@ strays:
   description:
     - The stray servers found before stopping, in the shape of RV(inferops.sglang.server_process_info#module:servers)
       (main_pid, pids, members, argv, executable, module, args, env, cwd, user, uid, host, port, tp, dp, pp,
-      cgroup, managed, orphaned, gpu_devices, start_time, uptime_seconds, ppid, parent, redacted_args,
+      cgroup, managed, managed_by, orphaned, gpu_devices, start_time, uptime_seconds, ppid, parent, redacted_args,
       redacted_env; secrets redacted).
   returned: always
   type: list
@@ -240,6 +248,35 @@ gpu_release:
       elements: dict
   sample: {"waited": true, "method": "nvidia-smi", "seconds": 2.1, "gpus": [{"index": 0, "memory_used_mib": 0}],
            "compute_apps": [], "holders": []}
+stuck:
+  description:
+    - The processes SIGKILL could not end (still there O(kill_timeout) seconds after it), read after that wait;
+      empty otherwise. The task fails when there is one.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid:
+      description: Process id.
+      type: int
+    state:
+      description: Its state, C(/proc/<pid>/stat) field 3 (C(D) - uninterruptible sleep in a kernel call).
+      type: str
+    title:
+      description: Its command line, secrets redacted, at most 160 characters.
+      type: str
+    devices:
+      description: The files matching O(gpu_device_glob) it holds open, sorted.
+      type: list
+      elements: str
+  sample: [{"pid": 4302, "state": "D", "title": "sglang::scheduler_TP0", "devices": ["/dev/nvidia0", "/dev/nvidiactl"]}]
+reboot_required:
+  description:
+    - True when a process in RV(stuck) holds GPU devices; only a reboot frees them (the role inferops.sglang.cutover
+      then starts nothing on them).
+  returned: always
+  type: bool
+  sample: false
 port_release:
   description: The port wait.
   returned: always
@@ -296,7 +333,9 @@ def main():
         result = absent(params, run_command=run_command, nvidia_smi=nvidia_smi, check_mode=module.check_mode,
                         want_diff=module._diff)
     except ModuleFailure as failure:
-        module.fail_json(msg=failure.msg, **failure.result)
+        partial = dict(failure.result)
+        partial.pop('msg', None)   # the partial result's own msg ('' until the end) gives way to the failure's
+        module.fail_json(msg=failure.msg, **partial)
     except Exception as exc:  # every failure goes through fail_json, never a traceback to the user
         module.fail_json(msg='stopping stray SGLang servers failed: %s' % exc, exception=traceback.format_exc())
     module.exit_json(**result)

@@ -51,9 +51,18 @@ description:
   - B(Listeners) - with O(port), RV(listeners) lists every process listening on that TCP port in this network
     namespace, with the server it belongs to, so that a program that is not SGLang listening on the port is
     found before a server is started there.
-  - B(Managed) means some process of the server runs in O(unit)'s cgroup, read from C(/proc/<pid>/cgroup)
-    (the unified C(0::) line or the cgroup v1 C(name=systemd) line, where the unit is one component of the
-    path, also behind a container prefix such as C(/docker/<id>/system.slice/sglang.service)).
+  - B(Managed) means run by a service manager this collection installs. B(systemd) - some process of the server
+    runs in O(unit)'s cgroup, read from C(/proc/<pid>/cgroup) (the unified C(0::) line or the cgroup v1
+    C(name=systemd) line, where the unit is one component of the path, also behind a container prefix such as
+    C(/docker/<id>/system.slice/sglang.service)). B(supervisord) (the fallback where PID 1 is not systemd, with
+    no option to set) - walking up the parent chain of a process of the server, the first process named
+    C(supervisord) (its command name, C(argv[0]) or the C(argv[1]) of a Python entry point) is the parent of a
+    process whose environment (C(/proc/<pid>/environ)) has C(SUPERVISOR_ENABLED=1) and
+    C(SUPERVISOR_SERVER_URL=unix:///run/inferops-sglang-supervisor.sock) - supervisord gives every program it
+    starts the URL of its own socket, and that socket is the collection's (role inferops.sglang.service). A worker
+    re-parented to PID 1 is judged by the leader of its process group, as supervisord makes every program the
+    leader of its own process group; workers of a program instance that is gone are strays. Another supervisord,
+    or a copied environment without a supervisord parent, does not make a server managed.
   - B(Secrets never reach the output). In RV(servers[].env) the values of variables whose name matches
     C(KEY), C(TOKEN), C(SECRET), C(PASSWORD) or C(CREDENTIAL) (any case) are replaced by C(********); in
     every argv the value of a secret flag is replaced too - the credentials of SGLang and the sglang-router
@@ -186,6 +195,12 @@ servers:
       description: Environment of the main process; secret values replaced by C(********).
       type: dict
       sample: {"CUDA_HOME": "/usr/local/cuda-13.0", "HF_TOKEN": "********"}
+    env_readable:
+      description: Whether C(/proc/<pid>/environ) of the main process could be read. Root without
+        C(CAP_SYS_PTRACE) (a docker container's default) cannot read another user's; RV(servers[].env) is then
+        empty, which is not the server's environment.
+      type: bool
+      sample: true
     redacted_env:
       description: Names of the variables whose values were hidden.
       type: list
@@ -233,8 +248,25 @@ servers:
       type: str
       sample: /user.slice/user-0.slice/session-3.scope
     managed:
-      description: Whether a process of this server runs in O(unit)'s cgroup.
+      description: Whether this server is run by O(unit) or by the collection's supervisord (see the description).
       type: bool
+    managed_by:
+      description: What manages this server, or null for a stray.
+      type: dict
+      contains:
+        manager:
+          description: C(systemd) (a process in O(unit)'s cgroup) or C(supervisord) (the collection's supervisord).
+          type: str
+        unit:
+          description: With C(systemd), the unit (O(unit) with its C(.service) suffix); else null.
+          type: str
+        supervisord_pid:
+          description: With C(supervisord), the pid of the supervisord process; else null.
+          type: int
+        program:
+          description: With C(supervisord), the program name (C(SUPERVISOR_PROCESS_NAME)); else null.
+          type: str
+      sample: {"manager": "supervisord", "unit": null, "supervisord_pid": 812, "program": "sglang"}
     orphaned:
       description: Whether this entry is a group of orphans whose launcher is gone.
       type: bool
@@ -267,7 +299,7 @@ strays:
   elements: dict
   sample: []
 managed:
-  description: The entries of RV(servers) run by O(unit).
+  description: The entries of RV(servers) run by O(unit) or by the collection's supervisord.
   returned: always
   type: list
   elements: dict

@@ -15,7 +15,6 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import os
-import pwd
 import time
 
 from ansible_collections.inferops.sglang.plugins.module_utils._cgroup import (
@@ -36,11 +35,16 @@ from ansible_collections.inferops.sglang.plugins.module_utils._procfs import (
     listening_inodes,
     parse_cmdline,
     split_fd_targets,
+    user_name,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import (
     redact_argv,
     redact_env,
     redacted_flags,
+)
+from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import (
+    collection_program,
+    is_supervisord,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process.cmdline import (
     CANDIDATE,
@@ -172,6 +176,7 @@ class _Group(object):
         self.roots = set(roots or [main])      # who gets SIGTERM
         self.attached = {}                     # pid -> how an orphan/holder outside the tree was attached
         self.managed = False
+        self.manager = None                    # managed_by of the entry (see _Discoverer.manager_of)
 
 
 class Discovery(object):
@@ -230,6 +235,7 @@ class _Discoverer(object):
         self.sockets_of = {}
         self.groups = []
         self.member_of = {}
+        self._supervision = {}
 
     def ignore(self, pid, reason):
         self.ignored.setdefault(pid, reason)
@@ -315,7 +321,49 @@ class _Discoverer(object):
             for pid in group.members:
                 if pid not in self.devices_of:
                     self.scan_fds(pid)
-            group.managed = any(cgroup_in_unit(self.snap.cgroup(pid), self.unit) for pid in group.members)
+            group.manager = self.manager_of(group)
+            group.managed = group.manager is not None
+
+    def supervision(self, pid):
+        """(supervisord pid, program name) when pid runs under the collection's supervisord, else None.
+
+        The proof: walking up from pid, the first supervisord process met (see ``_supervisors.is_supervisord``)
+        is the parent of a process whose environment supervisord gave it as a program of the collection's
+        supervisord (``_supervisors.collection_program``: its socket's URL). A worker re-parented to PID 1 is
+        judged by the leader of its process group: supervisord puts each program in a process group of its own.
+        A copied environment without that parent, or another supervisord, proves nothing.
+        """
+        if pid in self._supervision:
+            return self._supervision[pid]
+        found = None
+        st = self.stat.get(pid)
+        starts = [pid] + ([st.pgid] if st is not None and st.pgid != pid and st.pgid in self.stat else [])
+        for start in starts:
+            chain = [start] + ancestors(self.snap.parent_of, start)
+            for child, parent in zip(chain, chain[1:]):
+                if parent in self.stat and is_supervisord(self.snap.argv_of(parent), self.stat[parent].comm):
+                    program = collection_program(self.snap.environ(child))
+                    if program is not None:
+                        found = (parent, program)
+                    break
+            if found:
+                break
+        self._supervision[pid] = found
+        return found
+
+    def manager_of(self, group):
+        """managed_by of a group: the systemd unit (a member in the unit's cgroup), else the collection's
+        supervisord (a member under it, see supervision()), else None. The main process is asked first."""
+        order = [group.main] + sorted(group.members - set([group.main]))
+        for pid in order:
+            if pid in self.stat and cgroup_in_unit(self.snap.cgroup(pid), self.unit):
+                return {'manager': 'systemd', 'unit': self.unit, 'supervisord_pid': None, 'program': None}
+        for pid in order:
+            supervised = self.supervision(pid) if pid in self.stat else None
+            if supervised:
+                return {'manager': 'supervisord', 'unit': None, 'supervisord_pid': supervised[0],
+                        'program': supervised[1]}
+        return None
 
     def group_gpus(self, group):
         return set(path for pid in group.members for path in self.devices_of.get(pid, ()) if is_per_gpu_device(path))
@@ -362,7 +410,8 @@ class _Discoverer(object):
     def attach_gpu_holders(self):
         """Holders outside every server join a stray server sharing their (specific) cgroup or their
         process group (one led by a stray member, or whose leader is gone). The rest are returned as
-        unrelated: never stopped. Holders under a client or a router, or in the unit, are never attached."""
+        unrelated: never stopped. Holders under a client or a router, or managed (in the unit, or under the
+        collection's supervisord), are never attached."""
         own_pgid = self.stat[self.self_pid].pgid if self.self_pid in self.stat else None
         cgroup_owner = {}
         pgid_owner = {}
@@ -380,7 +429,7 @@ class _Discoverer(object):
             if not self.devices_of[pid] or pid in self.member_of or pid in self.protected:
                 continue
             entries = self.snap.cgroup(pid)
-            if cgroup_in_unit(entries, self.unit):
+            if cgroup_in_unit(entries, self.unit) or self.supervision(pid):
                 continue
             path = primary_cgroup(entries)
             owner, how = None, None
@@ -404,7 +453,7 @@ class _Discoverer(object):
         argv = redact_argv(self.snap.argv_of(pid))
         uid = self.snap.uid(pid)
         return {'pid': pid, 'ppid': self.stat[pid].ppid, 'title': title_of(argv), 'argv': argv, 'uid': uid,
-                'user': _user_name(uid), 'cgroup': primary_cgroup(self.snap.cgroup(pid)),
+                'user': user_name(uid), 'cgroup': primary_cgroup(self.snap.cgroup(pid)),
                 'gpu_devices': sorted(self.devices_of[pid])}
 
     # 6 ------------------------------------------------------------------------------------------
@@ -478,15 +527,6 @@ def discover(source=None, unit=DEFAULT_UNIT, port=None, exclude_pids=(), include
     return result
 
 
-def _user_name(uid):
-    if uid is None:
-        return None
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except (KeyError, OverflowError):
-        return str(uid)
-
-
 def _entry(snap, group, devices_of, now):
     source = snap.source
     main = group.main
@@ -539,8 +579,10 @@ def _entry(snap, group, devices_of, now):
         'module': module,
         'args': args,
         'env': env,
+        # None when /proc/<pid>/environ cannot be read (another user's process, root without CAP_SYS_PTRACE)
+        'env_readable': snap.environ(main) is not None,
         'cwd': cwd,
-        'user': _user_name(uid),
+        'user': user_name(uid),
         'uid': uid,
         'host': settings['host'],
         'port': settings['port'],
@@ -549,6 +591,7 @@ def _entry(snap, group, devices_of, now):
         'pp': settings['pp'],
         'cgroup': primary_cgroup(snap.cgroup(main)),
         'managed': group.managed,
+        'managed_by': group.manager,
         'orphaned': group.orphaned,
         'gpu_devices': sorted(gpu_devices),
         'start_time': round(start, 2),

@@ -29,6 +29,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils._server_process.di
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process.release import (
     holder_baseline,
     port_listeners,
+    stuck_processes,
     wait_gpu_release_devices,
     wait_gpu_release_nvidia_smi,
     wait_ports_free,
@@ -39,6 +40,8 @@ from ansible_collections.inferops.sglang.plugins.module_utils._server_process.st
 )
 
 NVIDIA_SMI_DEFAULT = 'nvidia-smi'
+# The failure when a process SIGKILL cannot end still holds GPU devices (nothing but a reboot frees them).
+STUCK_MESSAGE = 'a process stuck in the driver holds the GPUs: reboot needed'
 
 # The options server_process and server_process_info share: the same discovery, the same defaults.
 SHARED_ARGUMENT_SPEC = dict(
@@ -127,10 +130,11 @@ def _describe(source, pid):
 
 
 def absent(params, run_command=None, nvidia_smi=None, check_mode=False, want_diff=False, source=None,
-           self_pid=None, clock=time.monotonic, sleep=time.sleep):
+           self_pid=None, clock=time.monotonic, sleep=time.sleep, send_signal=None):
     """Result of inferops.sglang.server_process state=absent; raises ModuleFailure.
 
-    ``nvidia_smi`` is the resolved path of nvidia-smi or None; ``run_command(argv) -> (rc, out, err)``.
+    ``nvidia_smi`` is the resolved path of nvidia-smi or None; ``run_command(argv) -> (rc, out, err)``;
+    ``send_signal`` replaces :func:`stop.send_signal` (tests).
     """
     source = source or ProcFS()
     found = _discover_from_params(params, source, self_pid)
@@ -149,6 +153,8 @@ def absent(params, run_command=None, nvidia_smi=None, check_mode=False, want_dif
         'gpu_release': {'waited': False, 'method': None, 'seconds': 0.0, 'gpus': [], 'compute_apps': [],
                         'holders': []},
         'port_release': {'waited': False, 'seconds': 0.0, 'endpoints': []},
+        'stuck': [],
+        'reboot_required': False,
     }
     if want_diff:
         result['diff'] = {'before_header': 'stray SGLang processes', 'after_header': 'stray SGLang processes',
@@ -185,7 +191,7 @@ def absent(params, run_command=None, nvidia_smi=None, check_mode=False, want_dif
                 raise ModuleFailure(_running_again(restarted or again.strays), result)
             targets = plan_targets(again.strays, again.identity)
         outcome = stop_targets(targets, source, grace_period, kill_timeout, protected=found.protected,
-                               clock=clock, sleep=sleep)
+                               clock=clock, sleep=sleep, send=send_signal)
         result['stopped'].extend(outcome['stopped'])
         result['changed'] = result['changed'] or outcome['signalled']
         stopped_pids.update(t.pid for t in targets)
@@ -197,10 +203,8 @@ def absent(params, run_command=None, nvidia_smi=None, check_mode=False, want_dif
             raise ModuleFailure('could not stop %s' % '; '.join(
                 '%s: %s' % (_describe(source, pid), message) for pid, message in outcome['errors']), result)
         if outcome['remaining']:
-            raise ModuleFailure(
-                'still running %s s after SIGKILL (uninterruptible sleep in a driver call?): %s'
-                % (params.get('kill_timeout', 30), ', '.join(_describe(source, t.pid) for t in outcome['remaining'])),
-                result)
+            raise ModuleFailure(_stuck_failure(source, [t.pid for t in outcome['remaining']], glob,
+                                               params.get('kill_timeout', 30), result), result)
     result['target_pids'] = sorted(stopped_pids)
     target_pids = stopped_pids
 
@@ -240,6 +244,18 @@ def absent(params, run_command=None, nvidia_smi=None, check_mode=False, want_dif
     return result
 
 
+def _stuck_failure(source, pids, glob, kill_timeout, result):
+    """Fill result's stuck and reboot_required for processes SIGKILL did not end; return the failure message."""
+    result['stuck'] = stuck_processes(source, pids, glob)
+    result['reboot_required'] = any(entry['devices'] for entry in result['stuck'])
+    if result['reboot_required']:
+        return '%s: %s (still running %s s after SIGKILL)' % (STUCK_MESSAGE, '; '.join(
+            '%d (%s) in state %s holding %s' % (entry['pid'], entry['title'], entry['state'], ', '.join(entry['devices']))
+            for entry in result['stuck'] if entry['devices']), kill_timeout)
+    return 'still running %s s after SIGKILL (uninterruptible sleep in a kernel call?): %s' % (
+        kill_timeout, ', '.join(_describe(source, pid) for pid in pids))
+
+
 def _running_again(strays):
     return ('stray SGLang server(s) running again after the stop (restarted by a parent?): %s'
             % '; '.join(_describe_server(s) for s in strays))
@@ -256,7 +272,9 @@ def _gpu_failure(source, state, seconds, threshold, glob):
     if state['stopped_pids_listed']:
         problems.append('nvidia-smi still lists stopped pids %s' % state['stopped_pids_listed'])
     for gpu in state['gpus_over_threshold']:
-        problems.append('GPU %d uses %s MiB (threshold %s MiB)' % (gpu['index'], gpu['memory_used_mib'], threshold))
+        problems.append('GPU %d uses %s MiB (threshold %s MiB%s)' % (
+            gpu['index'], gpu['memory_used_mib'], threshold,
+            ', not counting %s MiB of processes left alone' % gpu['kept_mib'] if gpu.get('kept_mib') else ''))
     holders = ['%s: %s MiB' % (_describe(source, app['pid']), app['used_memory_mib']) for app in state['compute_apps']]
     return 'GPU memory not released %s s after the stop: %s; compute processes: %s' % (
         seconds, '; '.join(problems), ', '.join(holders) or 'none listed')

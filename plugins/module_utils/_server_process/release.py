@@ -30,19 +30,36 @@ from ansible_collections.inferops.sglang.plugins.module_utils._procfs import (
     split_fd_targets,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_argv
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process.cmdline import title_of
 
-# What the GPU release wait asks nvidia-smi (the fields SGLang's own killall waits on).
-RELEASE_APPS_FIELDS = ('pid', 'used_gpu_memory')
-RELEASE_GPU_FIELDS = ('index', 'memory.used')
+# What the GPU release wait asks nvidia-smi (the fields SGLang's own killall waits on, and the GPU of each process).
+RELEASE_APPS_FIELDS = ('pid', 'used_gpu_memory', 'gpu_uuid')
+RELEASE_GPU_FIELDS = ('index', 'memory.used', 'uuid')
 
 
 def gpu_release_state(apps, gpus, stopped_pids, threshold_mib):
-    """What still holds the GPUs after a stop: stopped pids nvidia-smi still lists, GPUs over threshold."""
+    """What still holds the GPUs after a stop: stopped pids nvidia-smi still lists, GPUs over threshold.
+
+    A GPU is over the threshold when its ``memory.used``, less the memory of the compute processes that were not
+    stopped (a managed server on the same GPU, another job; matched by ``gpu_uuid``), is at least ``threshold_mib``.
+    Processes nvidia-smi lists without a GPU or a memory figure (``[N/A]`` in some containers) are not subtracted.
+
+    :returns: {'stopped_pids_listed': [pid], 'gpus_over_threshold': [gpu dict with 'kept_mib' added]}.
+    """
     stopped = set(stopped_pids)
+    kept = {}
+    for app in apps:
+        if app['pid'] not in stopped and app.get('gpu_uuid') and app.get('used_memory_mib') is not None:
+            kept[app['gpu_uuid']] = kept.get(app['gpu_uuid'], 0) + app['used_memory_mib']
+    over = []
+    for gpu in gpus:
+        used = gpu['memory_used_mib']
+        left_alone = kept.get(gpu.get('uuid'), 0) if gpu.get('uuid') else 0
+        if used is not None and used - left_alone >= threshold_mib:
+            over.append(dict(gpu, kept_mib=left_alone))
     return {
         'stopped_pids_listed': sorted(set(app['pid'] for app in apps if app['pid'] in stopped)),
-        'gpus_over_threshold': [gpu for gpu in gpus
-                                if gpu['memory_used_mib'] is not None and gpu['memory_used_mib'] >= threshold_mib],
+        'gpus_over_threshold': over,
     }
 
 
@@ -60,7 +77,7 @@ def wait_gpu_release_nvidia_smi(run_command, nvidia_smi, stopped_pids, threshold
         rc2, out2, err2 = run_command([nvidia_smi] + query_gpu_args(RELEASE_GPU_FIELDS))
         if rc1 == 0 and rc2 == 0:
             state['compute_apps'] = parse_compute_apps(out1, RELEASE_APPS_FIELDS)
-            state['gpus'] = parse_gpu_memory(out2)
+            state['gpus'] = parse_gpu_memory(out2, RELEASE_GPU_FIELDS)
             state.update(gpu_release_state(state['compute_apps'], state['gpus'], stopped_pids, threshold_mib))
             state['error'] = None
             if not state['stopped_pids_listed'] and not state['gpus_over_threshold']:
@@ -82,6 +99,25 @@ def device_holders(source, gpu_device_glob, skip=()):
             if found:
                 holders[pid] = sorted(found)
     return holders
+
+
+def stuck_processes(source, pids, gpu_device_glob):
+    """The processes of ``pids`` still there (SIGKILL could not end them: stuck in a kernel call, typically
+    the GPU driver) -> [{pid, state, title, devices}], sorted by pid.
+
+    ``state`` is /proc/<pid>/stat field 3 (C(D): uninterruptible sleep); ``devices`` the open files matching
+    ``gpu_device_glob``, sorted; ``title`` the redacted command line (at most 160 characters).
+    """
+    match = compile_device_glob(gpu_device_glob)
+    stuck = []
+    for pid in sorted(set(pids)):
+        st = source.stat(pid)
+        if st is None or st.state in GONE_STATES:
+            continue
+        argv = redact_argv(parse_cmdline(source.cmdline_raw(pid) or b''))
+        stuck.append({'pid': pid, 'state': st.state, 'title': title_of(argv)[:160] or st.comm,
+                      'devices': sorted(split_fd_targets(source.fd_targets(pid), match)[0])})
+    return stuck
 
 
 def holder_baseline(source, gpu_device_glob, exclude=(), protected=()):

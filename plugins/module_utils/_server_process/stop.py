@@ -102,14 +102,16 @@ def _guard(pid, protected):
 
 
 def stop_targets(targets, source, grace_period, kill_timeout, protected=(), clock=time.monotonic,
-                 sleep=time.sleep, poll_interval=0.05):
+                 sleep=time.sleep, poll_interval=0.05, send=None):
     """SIGTERM the roots, wait up to grace_period for every target, SIGKILL the rest, wait up to
-    kill_timeout. Returns a dict:
+    kill_timeout. ``send(source, pid, starttime, sig) -> bool`` delivers a signal (default
+    :func:`send_signal`; tests pass a fake). Returns a dict:
 
     ``stopped``: [{pid, main_pid, role, signal, seconds}] for the targets gone (signal is 'SIGTERM',
     'SIGKILL' or 'already gone'; seconds since the first SIGTERM); ``remaining``: targets still
     alive; ``signalled``: whether any signal was delivered; ``errors``: [(pid, message)].
     """
+    send = send or send_signal
     protected = set(protected)
     # Own ancestors, recomputed now: never signal them, whatever the plan says.
     pid = os.getpid()
@@ -134,7 +136,7 @@ def stop_targets(targets, source, grace_period, kill_timeout, protected=(), cloc
 
     def deliver(target, sig, phase):
         try:
-            if send_signal(source, target.pid, target.starttime, sig):
+            if send(source, target.pid, target.starttime, sig):
                 return True
             # Gone before this signal reached it: ended by the SIGTERM round if one was sent.
             stopped[target.pid] = (target, SIGTERM_NAME if signalled else ALREADY_GONE, round(clock() - start, 2))

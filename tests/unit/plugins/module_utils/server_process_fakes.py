@@ -102,11 +102,11 @@ def proc(tmp_path):
 
 
 def add_reference_server(proc, main=100, port=30000, gpus=(0, 1), cgroup='0::/user.slice/user-0.slice/session-3.scope\n',
-                         env=None, extra_args=()):
+                         env=None, extra_args=(), ppid=1):
     argv = [PY, '-m', 'sglang.launch_server', '--model-path', '/models/m', '--tp', str(len(gpus)),
             '--port', str(port)] + list(extra_args)
-    proc.add(main, argv, ppid=1, env=env or {'PATH': '/root/ml-env/bin:/usr/bin', 'CUDA_HOME': '/usr/local/cuda',
-                                             'HF_TOKEN': 'hf_secret'}, cgroup=cgroup,
+    proc.add(main, argv, ppid=ppid, env=env or {'PATH': '/root/ml-env/bin:/usr/bin', 'CUDA_HOME': '/usr/local/cuda',
+                                                'HF_TOKEN': 'hf_secret'}, cgroup=cgroup,
              fds=['/dev/nvidiactl', '/dev/nvidia-uvm'], cwd='/root')
     proc.add(main + 1, TRACKER, ppid=main, pgid=main, cgroup=cgroup)
     for i, gpu in enumerate(gpus):
@@ -114,6 +114,23 @@ def add_reference_server(proc, main=100, port=30000, gpus=(0, 1), cgroup='0::/us
                  fds=['/dev/nvidiactl', '/dev/nvidia%d' % gpu, '/dev/nvidia-uvm', 'socket:[9%d]' % i])
     proc.add(main + 2 + len(gpus), ['sglang::detokenizer'], ppid=main, pgid=main, cgroup=cgroup)
     return [main, main + 1] + [main + 2 + i for i in range(len(gpus))] + [main + 2 + len(gpus)]
+
+
+SUPERVISOR_SOCKET = '/run/inferops-sglang-supervisor.sock'
+SUPERVISORD = ['/opt/inferops-sglang/supervisor/bin/python3', '/opt/inferops-sglang/supervisor/bin/supervisord',
+               '-c', '/etc/inferops-sglang/supervisord.conf']
+
+
+def supervised_env(program='sglang', socket=SUPERVISOR_SOCKET):
+    """The environment supervisord gives a program (supervisor/process.py), the server's own variables beside."""
+    return {'PATH': '/root/ml-env/bin:/usr/bin', 'HF_TOKEN': 'hf_secret', 'SUPERVISOR_ENABLED': '1',
+            'SUPERVISOR_SERVER_URL': 'unix://' + socket, 'SUPERVISOR_PROCESS_NAME': program,
+            'SUPERVISOR_GROUP_NAME': program}
+
+
+def add_supervisord(proc, pid=50, argv=None):
+    """A daemonised supervisord (parent PID 1), as the service role starts it."""
+    return proc.add(pid, argv or SUPERVISORD, comm='supervisord', exe='/usr/bin/python3.11')
 
 
 def run(proc, **kwargs):

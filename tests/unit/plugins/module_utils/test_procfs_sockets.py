@@ -47,16 +47,16 @@ TCP6 = (
 
 def test_parse_proc_net_tcp_ipv4():
     assert parse_proc_net_tcp(TCP4, ipv6=False, byteorder='little') == [
-        {'proto': 'tcp', 'host': '127.0.0.1', 'port': 30000, 'inode': 51234, 'pid': None},
-        {'proto': 'tcp', 'host': '0.0.0.0', 'port': 22, 'inode': 1143, 'pid': None},
+        {'proto': 'tcp', 'host': '127.0.0.1', 'port': 30000, 'inode': 51234, 'uid': 0, 'pid': None},
+        {'proto': 'tcp', 'host': '0.0.0.0', 'port': 22, 'inode': 1143, 'uid': 0, 'pid': None},
     ]
 
 
 def test_parse_proc_net_tcp_ipv6():
     assert parse_proc_net_tcp(TCP6, ipv6=True, byteorder='little') == [
-        {'proto': 'tcp6', 'host': '::', 'port': 8080, 'inode': 7001, 'pid': None},
-        {'proto': 'tcp6', 'host': '::1', 'port': 30001, 'inode': 7002, 'pid': None},
-        {'proto': 'tcp6', 'host': '::ffff:127.0.0.1', 'port': 30002, 'inode': 7003, 'pid': None},
+        {'proto': 'tcp6', 'host': '::', 'port': 8080, 'inode': 7001, 'uid': 0, 'pid': None},
+        {'proto': 'tcp6', 'host': '::1', 'port': 30001, 'inode': 7002, 'uid': 1000, 'pid': None},
+        {'proto': 'tcp6', 'host': '::ffff:127.0.0.1', 'port': 30002, 'inode': 7003, 'uid': 0, 'pid': None},
     ]
 
 
@@ -89,3 +89,10 @@ def test_map_socket_inodes(tmp_path):
     assert map_socket_inodes(proc) == {51234: 300, 7001: 300}
     assert map_socket_inodes(proc, {51234}) == {51234: 300, 7001: 300}
     assert map_socket_inodes(proc, set()) == {}
+
+
+def test_user_name():
+    from ansible_collections.inferops.sglang.plugins.module_utils._procfs import user_name
+    assert user_name(0) == 'root'
+    assert user_name(None) is None
+    assert user_name(4000000) == '4000000'

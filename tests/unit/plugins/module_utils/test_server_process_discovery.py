@@ -390,3 +390,82 @@ def test_discover_races_with_short_lived_processes():
             assert os.getpid() in found.protected
     finally:
         churn.wait()
+
+
+# ------------------------------------------------------------------------------------------------
+# C15: a server under the collection's supervisord is managed, with no option saying so
+# ------------------------------------------------------------------------------------------------
+
+def add_supervised_server(proc, supervisord=50, main=100, program='sglang', socket=fakes.SUPERVISOR_SOCKET):
+    """The collection's supervisord program: the wrapper execs the server, so supervisord is its parent and
+    its process group leader is the server (supervisord's setpgrp)."""
+    return add_reference_server(proc, main=main, ppid=supervisord, env=fakes.supervised_env(program, socket))
+
+
+def test_c15_supervisord_program_is_managed_with_defaults(proc):
+    """C15: with the defaults (unit sglang.service, no exclude_pids), the collection's supervisord program and
+    its schedulers are managed; the hand-started server beside it is the only stray."""
+    fakes.add_supervisord(proc, 50)
+    managed = add_supervised_server(proc, 50, main=100)
+    add_reference_server(proc, main=150, port=30001, gpus=(2, 3))
+    found = run(proc)
+    servers = by_main(found)
+    assert servers[100]['managed'] is True and servers[100]['pids'] == managed
+    assert servers[100]['managed_by'] == {'manager': 'supervisord', 'supervisord_pid': 50, 'program': 'sglang',
+                                          'unit': None}
+    assert [s['main_pid'] for s in found.strays] == [150]
+    assert servers[150]['managed_by'] is None
+    assert 50 not in [p for s in found.servers for p in s['pids']]
+
+
+def test_c15_systemd_unit_reports_its_manager(proc):
+    """C15: managed_by names the systemd unit too."""
+    add_reference_server(proc, main=100, cgroup='0::/system.slice/sglang.service\n')
+    assert by_main(run(proc))[100]['managed_by'] == {'manager': 'systemd', 'unit': 'sglang.service',
+                                                     'supervisord_pid': None, 'program': None}
+
+
+@pytest.mark.parametrize('supervisord_argv, socket, parent', [
+    # Another supervisord (the distribution's, its own socket): not the collection's.
+    (['/usr/bin/python3', '/usr/bin/supervisord', '-c', '/etc/supervisor/supervisord.conf'],
+     '/var/run/supervisor.sock', 50),
+    # The collection's marker in the environment, but the parent is a shell, not supervisord.
+    (['/bin/bash'], fakes.SUPERVISOR_SOCKET, 50),
+    # A copied environment, started by hand (parent PID 1).
+    (None, fakes.SUPERVISOR_SOCKET, 1),
+])
+def test_c15_other_supervisors_and_copied_markers_are_strays(proc, supervisord_argv, socket, parent):
+    """C15: only the collection's supervisord makes a server managed; a copied environment proves nothing."""
+    if supervisord_argv is not None:
+        name = supervisord_argv[1] if len(supervisord_argv) > 1 else supervisord_argv[0]
+        proc.add(50, supervisord_argv, comm=os.path.basename(name))
+    add_supervised_server(proc, parent, main=100, socket=socket)
+    found = run(proc)
+    assert [s['main_pid'] for s in found.strays] == [100] and found.managed == []
+
+
+def test_c15_orphans_of_the_supervised_program_are_managed(proc):
+    """C15: a worker of the supervised program re-parented to PID 1 keeps the program's process group: managed
+    and attached to it; orphans of a program instance that is gone (another process group) are strays."""
+    fakes.add_supervisord(proc, 50)
+    add_supervised_server(proc, 50, main=100, program='sglang')
+    proc.add(110, ['sglang::scheduler_DP1_TP1'], ppid=1, pgid=100, fds=['/dev/nvidia5'],
+             env=fakes.supervised_env())
+    proc.add(410, ['sglang::scheduler_DP1_TP1'], ppid=1, pgid=400, fds=['/dev/nvidia6'],
+             env=fakes.supervised_env())
+    found = run(proc)
+    servers = by_main(found)
+    assert 110 in servers[100]['pids'] and servers[100]['managed'] is True
+    assert [(s['main_pid'], s['orphaned']) for s in found.strays] == [(410, True)]
+
+
+def test_c15_gpu_holder_under_supervisord_never_joins_a_stray(proc):
+    """C15: a GPU holder started by the collection's supervisord never joins a stray server (and, like a holder in
+    the unit, is not listed as unrelated either: it is managed)."""
+    fakes.add_supervisord(proc, 50)
+    add_reference_server(proc, main=150, port=30001, gpus=(2, 3), cgroup='0::/docker/abc\n')
+    proc.add(160, ['python3', 'sidecar.py'], ppid=50, pgid=150, fds=['/dev/nvidia2'], cgroup='0::/docker/abc\n',
+             env=fakes.supervised_env('sidecar'))
+    found = run(proc)
+    assert 160 not in by_main(found)[150]['pids']
+    assert found.gpu_holders_unrelated == []

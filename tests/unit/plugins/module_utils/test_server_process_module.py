@@ -8,6 +8,7 @@ stop simulated (nothing real is signalled), and the --diff rendering."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import signal
 import subprocess
 
 import pytest
@@ -42,7 +43,7 @@ def test_render_process_lines():
 
 def fake_stop(proc, signal_name='SIGTERM', remaining=(), errors=(), restart=None):
     """A stand-in for stop_targets that 'ends' the targets by removing them from the fake /proc."""
-    def stop(targets, source, grace_period, kill_timeout, protected=(), clock=None, sleep=None):
+    def stop(targets, source, grace_period, kill_timeout, protected=(), clock=None, sleep=None, send=None):
         stopped = []
         for t in targets:
             if t.pid in remaining or t.pid in [pid for pid, _msg in errors]:
@@ -95,24 +96,27 @@ def test_absent_nvidia_smi_timeout_names_holders(proc, monkeypatch):
     add_reference_server(proc, main=100)
     proc.add(140, ['python3', 'train.py', '--hf-token', 'hf_x'], ppid=898, pgid=140)
     monkeypatch.setattr(module, 'stop_targets', fake_stop(proc))
-    run_command, _calls = fake_smi([('102, 4334\n140, 2000\n', '0, 4343\n1, 2010\n')])
+    run_command, _calls = fake_smi([('102, 4334, GPU-0\n140, 2000, GPU-1\n', '0, 4343, GPU-0\n1, 3100, GPU-1\n')])
     with pytest.raises(module.ModuleFailure) as failure:
         absent(proc, {'release_timeout': 3}, run_command=run_command, nvidia_smi='/usr/bin/nvidia-smi')
     msg = failure.value.msg
     assert msg.startswith('GPU memory not released 3.0 s after the stop')
     assert 'nvidia-smi still lists stopped pids [102]' in msg
-    assert 'GPU 0 uses 4343 MiB (threshold 1024 MiB)' in msg and 'GPU 1 uses 2010 MiB' in msg
+    assert 'GPU 0 uses 4343 MiB (threshold 1024 MiB)' in msg
+    # the other job's 2000 MiB on GPU 1 are not waited for; the 1100 MiB nobody lists are
+    assert 'GPU 1 uses 3100 MiB (threshold 1024 MiB, not counting 2000 MiB of processes left alone)' in msg
     assert '140 (python3 train.py --hf-token ********): 2000 MiB' in msg and 'hf_x' not in msg
-    assert failure.value.result['gpu_release']['compute_apps'][0] == {'pid': 102, 'used_memory_mib': 4334}
+    assert failure.value.result['gpu_release']['compute_apps'][0] == {'pid': 102, 'used_memory_mib': 4334, 'gpu_uuid': 'GPU-0'}
 
 
 def test_absent_nvidia_smi_released(proc, monkeypatch):
     add_reference_server(proc, main=100)
     monkeypatch.setattr(module, 'stop_targets', fake_stop(proc))
-    run_command, calls = fake_smi([('102, 4334\n', '0, 4343\n'), ('', '0, 0\n')])
+    run_command, calls = fake_smi([('102, 4334, GPU-0\n', '0, 4343, GPU-0\n'), ('', '0, 0, GPU-0\n')])
     result = absent(proc, {}, run_command=run_command, nvidia_smi='/usr/bin/nvidia-smi')
     assert result['gpu_release'] == {'waited': True, 'method': 'nvidia-smi', 'seconds': 0.5,
-                                     'gpus': [{'index': 0, 'memory_used_mib': 0}], 'compute_apps': [], 'holders': []}
+                                     'gpus': [{'index': 0, 'memory_used_mib': 0, 'uuid': 'GPU-0'}], 'compute_apps': [],
+                                     'holders': []}
     assert len(calls) == 4
 
 
@@ -137,8 +141,11 @@ def test_absent_unkillable_fails(proc, monkeypatch):
     monkeypatch.setattr(module, 'stop_targets', fake_stop(proc, signal_name='SIGKILL', remaining=[102]))
     with pytest.raises(module.ModuleFailure) as failure:
         absent(proc, {}, want_diff=True)
-    assert failure.value.msg == ('still running 1 s after SIGKILL (uninterruptible sleep in a driver call?): '
-                                 '102 (sglang::scheduler_TP0)')
+    # Whatever state it shows, still there after SIGKILL with GPU devices open: a reboot is needed.
+    assert failure.value.msg == ('a process stuck in the driver holds the GPUs: reboot needed: 102 (sglang::scheduler_TP0)'
+                                 ' in state S holding /dev/nvidia-uvm, /dev/nvidia0, /dev/nvidiactl'
+                                 ' (still running 1 s after SIGKILL)')
+    assert failure.value.result['reboot_required'] is True
     assert failure.value.result['diff']['after'] == '102 [scheduler] sglang::scheduler_TP0\n'
 
 
@@ -208,3 +215,60 @@ def test_absent_orphans_that_keep_coming_fail(proc, monkeypatch):
     with pytest.raises(module.ModuleFailure) as failure:
         absent(proc, {})
     assert 'running again after the stop' in failure.value.msg and 'main pid 192' in failure.value.msg
+
+
+def stuck_sender(proc, stuck, comm='sglang::schedul'):
+    """A stand-in for stop.send_signal on the fake /proc: SIGTERM to a root ends its whole tree except ``stuck``,
+    which SIGKILL leaves in state D (uninterruptible, in the driver), as a process stuck in the GPU driver."""
+    sent = []
+
+    def send(source, pid, starttime, sig):
+        st = source.stat(pid)
+        if st is None or st.starttime != starttime:
+            return False
+        sent.append((pid, sig))
+        if sig == signal.SIGKILL and pid in stuck:
+            (proc.root / str(pid) / 'stat').write_text(fakes.stat_line(pid, st.comm, 'D', st.ppid, st.pgid,
+                                                                       starttime=st.starttime))
+        elif pid not in stuck:
+            for other in source.pids():
+                if other not in stuck and (other == pid or (source.stat(other) and source.stat(other).ppid == pid)):
+                    subprocess.call(['rm', '-rf', str(proc.root / str(other))])
+        return True
+    return send, sent
+
+
+def test_absent_stuck_in_the_driver_needs_a_reboot(proc):
+    """A scheduler that SIGKILL cannot end (state D) and that holds GPUs: the failure says a reboot is needed and
+    names it in structured form (stuck, reboot_required)."""
+    add_reference_server(proc, main=100)
+    send, sent = stuck_sender(proc, stuck=[102])
+    with pytest.raises(module.ModuleFailure) as failure:
+        absent(proc, {}, send_signal=send)
+    assert (102, signal.SIGKILL) in sent
+    result = failure.value.result
+    assert result['reboot_required'] is True
+    assert result['stuck'] == [{'pid': 102, 'state': 'D', 'title': 'sglang::scheduler_TP0',
+                                'devices': ['/dev/nvidia-uvm', '/dev/nvidia0', '/dev/nvidiactl']}]
+    assert failure.value.msg.startswith('a process stuck in the driver holds the GPUs: reboot needed: ')
+    assert '102 (sglang::scheduler_TP0) in state D holding /dev/nvidia-uvm, /dev/nvidia0, /dev/nvidiactl' \
+        in failure.value.msg
+
+
+def test_absent_stuck_without_gpus_is_still_reported(proc):
+    """A process SIGKILL cannot end that holds no GPU device: reported in stuck, no reboot demanded for the GPUs."""
+    add_reference_server(proc, main=100)
+    send, _sent = stuck_sender(proc, stuck=[101])
+    with pytest.raises(module.ModuleFailure) as failure:
+        absent(proc, {}, send_signal=send)
+    result = failure.value.result
+    assert result['reboot_required'] is False
+    assert [(s['pid'], s['state'], s['devices']) for s in result['stuck']] == [(101, 'D', [])]
+    assert failure.value.msg.startswith('still running 1 s after SIGKILL')
+
+
+def test_absent_reports_no_stuck_process_on_success(proc, monkeypatch):
+    add_reference_server(proc, main=100)
+    monkeypatch.setattr(module, 'stop_targets', fake_stop(proc))
+    result = absent(proc, {})
+    assert result['stuck'] == [] and result['reboot_required'] is False

@@ -35,27 +35,41 @@ def test_gpu_release_state(apps, gpus, pids, listed, hot):
     assert [g['index'] for g in state['gpus_over_threshold']] == hot
 
 
+def test_gpu_release_state_does_not_count_a_managed_server_on_the_same_gpu():
+    """C15 on a real H200: the managed server's scheduler (2212 MiB) stays on GPU 0 while a stray is stopped; the
+    release wait must not wait for the managed server's memory (it waited 120 s and failed the run)."""
+    apps = [{'pid': 2444, 'used_memory_mib': 2212, 'gpu_uuid': 'GPU-a'}]
+    gpus = [{'index': 0, 'memory_used_mib': 2221, 'uuid': 'GPU-a'}, {'index': 1, 'memory_used_mib': 4, 'uuid': 'GPU-b'}]
+    assert release.gpu_release_state(apps, gpus, [3128], 1024)['gpus_over_threshold'] == []
+    # the stopped stray still listed: its memory counts
+    apps.append({'pid': 3128, 'used_memory_mib': 4614, 'gpu_uuid': 'GPU-a'})
+    gpus[0]['memory_used_mib'] = 6835
+    state = release.gpu_release_state(apps, gpus, [3128], 1024)
+    assert state['stopped_pids_listed'] == [3128]
+    assert state['gpus_over_threshold'] == [{'index': 0, 'memory_used_mib': 6835, 'uuid': 'GPU-a', 'kept_mib': 2212}]
+
+
 def test_wait_gpu_release_nvidia_smi_releases():
-    run_command, calls = fake_smi([('568, 4334\n', '0, 4343\n1, 4343\n'), (None), ('', '0, 4343\n1, 0\n'),
-                                   ('', '0, 3\n1, 0\n')])
+    run_command, calls = fake_smi([('568, 4334, G0\n', '0, 4343, G0\n1, 4343, G1\n'), (None), ('', '0, 4343, G0\n1, 0, G1\n'),
+                                   ('', '0, 3, G0\n1, 0, G1\n')])
     clock = FakeClock()
     released, seconds, state = release.wait_gpu_release_nvidia_smi(run_command, '/usr/bin/nvidia-smi', {568}, 1024, 60,
                                                                    clock=clock, sleep=clock.sleep)
     assert released and seconds == 1.5
-    assert state['gpus'] == [{'index': 0, 'memory_used_mib': 3}, {'index': 1, 'memory_used_mib': 0}]
-    assert calls[0] == ['/usr/bin/nvidia-smi', '--query-compute-apps=pid,used_gpu_memory',
+    assert state['gpus'] == [{'index': 0, 'memory_used_mib': 3, 'uuid': 'G0'}, {'index': 1, 'memory_used_mib': 0, 'uuid': 'G1'}]
+    assert calls[0] == ['/usr/bin/nvidia-smi', '--query-compute-apps=pid,used_gpu_memory,gpu_uuid',
                         '--format=csv,noheader,nounits']
-    assert calls[1] == ['/usr/bin/nvidia-smi', '--query-gpu=index,memory.used', '--format=csv,noheader,nounits']
+    assert calls[1] == ['/usr/bin/nvidia-smi', '--query-gpu=index,memory.used,uuid', '--format=csv,noheader,nounits']
 
 
 def test_wait_gpu_release_nvidia_smi_times_out():
-    run_command, _calls = fake_smi([('568, 4334\n777, 100\n', '0, 4343\n')])
+    run_command, _calls = fake_smi([('568, 4334, G0\n777, 100, G0\n', '0, 4343, G0\n')])
     clock = FakeClock()
     released, seconds, state = release.wait_gpu_release_nvidia_smi(run_command, 'nvidia-smi', {568}, 1024, 3,
                                                                    clock=clock, sleep=clock.sleep)
     assert not released and seconds >= 3
     assert state['stopped_pids_listed'] == [568]
-    assert state['gpus_over_threshold'] == [{'index': 0, 'memory_used_mib': 4343}]
+    assert state['gpus_over_threshold'] == [{'index': 0, 'memory_used_mib': 4343, 'uuid': 'G0', 'kept_mib': 100}]
 
 
 def test_wait_gpu_release_nvidia_smi_failing_times_out():

@@ -110,3 +110,24 @@ def test_stop_members_get_sigterm_when_every_root_is_gone(spawn):
     how = dict((s['pid'], s['signal']) for s in out['stopped'])
     assert how == {root.pid: 'already gone', member.pid: 'SIGTERM'}
     assert member.wait(5) == -signal.SIGTERM
+
+
+def test_stop_process_stuck_in_state_d_stays_remaining(tmp_path):
+    """A process whose state stays D after SIGKILL (stuck in the GPU driver) is reported remaining, after
+    SIGTERM, SIGKILL and the kill timeout; the signal function is injectable."""
+    from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils import server_process_fakes as fakes
+    proc = fakes.FakeProc(tmp_path / 'proc')
+    proc.add(300, ['sglang::scheduler_TP0'], fds=['/dev/nvidia0'])
+    sent = []
+
+    def send(source, pid, starttime, sig):
+        sent.append((pid, sig))
+        (proc.root / str(pid) / 'stat').write_text(fakes.stat_line(pid, 'sglang::schedul', 'D', starttime=starttime))
+        return True
+    clock = fakes.FakeClock()
+    source = proc.source()
+    target = stop.Target(300, source.stat(300).starttime, 'scheduler', 300, True)
+    outcome = stop.stop_targets([target], source, 2, 1, clock=clock, sleep=clock.sleep, send=send)
+    assert sent == [(300, signal.SIGTERM), (300, signal.SIGKILL)]
+    assert [t.pid for t in outcome['remaining']] == [300] and outcome['stopped'] == []
+    assert clock.now >= 3

@@ -100,3 +100,39 @@ def test_service_active(state, manager, active):
 def test_service_active_unknown_manager():
     with pytest.raises(ValueError, match='manager'):
         service_active('active', 'openrc')
+
+
+def test_collection_supervisor_socket_is_the_service_roles():
+    """C15: the socket by which servers under the collection's supervisord are recognised is the one the service
+    role configures (a change on one side must reach the other)."""
+    from ansible_collections.inferops.sglang.plugins.module_utils import _supervisors
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+    with open(os.path.join(repo, 'roles', 'service', 'vars', 'main.yml')) as f:
+        assert '_service_supervisor_socket: %s\n' % _supervisors.COLLECTION_SUPERVISOR_SOCKET in f.read()
+    with open(os.path.join(repo, 'roles', 'service', 'templates', 'supervisord.conf.j2')) as f:
+        assert 'file={{ _service_supervisor_socket }}' in f.read()
+
+
+@pytest.mark.parametrize('argv, comm, expected', [
+    (['/opt/inferops-sglang/supervisor/bin/python3', '/opt/inferops-sglang/supervisor/bin/supervisord', '-c', 'x'],
+     'supervisord', True),
+    (['/usr/bin/supervisord', '-n'], 'supervisord', True),
+    (['/usr/bin/python3', '/usr/bin/supervisord'], 'python3', True),
+    (['/usr/bin/supervisorctl', 'status'], 'supervisorctl', False),
+    (['/bin/sh', '-c', 'supervisord'], 'sh', False),
+])
+def test_is_supervisord(argv, comm, expected):
+    """C15."""
+    from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import is_supervisord
+    assert is_supervisord(argv, comm) is expected
+
+
+def test_collection_program():
+    """C15: only the environment the collection's supervisord gives its programs."""
+    from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import collection_program
+    env = {'SUPERVISOR_ENABLED': '1', 'SUPERVISOR_SERVER_URL': 'unix:///run/inferops-sglang-supervisor.sock',
+           'SUPERVISOR_PROCESS_NAME': 'sglang'}
+    assert collection_program(env) == 'sglang'
+    assert collection_program(dict(env, SUPERVISOR_SERVER_URL='unix:///var/run/supervisor.sock')) is None
+    assert collection_program(dict(env, SUPERVISOR_ENABLED='0')) is None
+    assert collection_program(None) is None

@@ -160,6 +160,19 @@ def test_failure_goes_through_fail_json(fake_proc, capsys, monkeypatch):
     assert 'exception' not in out
 
 
+def test_failure_with_the_partial_results_msg(fake_proc, capsys, monkeypatch):
+    """absent()'s partial result always has a msg (''): the failure's message wins, not a crash."""
+    def failing(*_args, **_kwargs):
+        raise sp_module.ModuleFailure('a process stuck in the driver holds the GPUs: reboot needed: 7 (x)',
+                                      {'changed': True, 'msg': '', 'reboot_required': True,
+                                       'stuck': [{'pid': 7, 'state': 'D', 'title': 'x', 'devices': ['/dev/nvidia0']}]})
+    monkeypatch.setattr(server_process, 'absent', failing)
+    code, out = run_main(server_process, {}, capsys)
+    assert code == 1 and out['failed'] is True
+    assert out['msg'].startswith('a process stuck in the driver holds the GPUs: reboot needed')
+    assert out['reboot_required'] is True and out['stuck'][0]['state'] == 'D'
+
+
 @pytest.mark.parametrize('module, function', [(server_process, 'absent'), (server_process_info, 'info')])
 def test_unexpected_error_goes_through_fail_json(fake_proc, capsys, monkeypatch, module, function):
     def broken(*_args, **_kwargs):
