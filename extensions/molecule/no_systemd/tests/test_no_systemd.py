@@ -3,6 +3,7 @@
 import json
 import os
 import shlex
+import subprocess
 import time
 
 import pytest
@@ -14,6 +15,8 @@ REF = os.path.join(os.path.dirname(__file__), "..", "..", "resources", "referenc
 SUPERVISORCTL = "/opt/inferops-sglang/supervisor/bin/supervisorctl -c /etc/inferops-sglang/supervisord.conf"
 SUPERVISORD = "/opt/inferops-sglang/supervisor/bin/supervisord -c /etc/inferops-sglang/supervisord.conf"
 RECORD = "/root/production_v2.md"
+SUPERVISOR_VENV = "/opt/inferops-sglang/supervisor"
+CONTAINER = "sglang-host"
 
 
 def reference_args():
@@ -44,6 +47,13 @@ class TestNoSystemd:
     def test_pid1_is_not_systemd(self, host):
         assert host.file("/proc/1/comm").content_string.strip() == "sleep"
         assert host.exists("systemctl"), "systemd is installed, only not running"
+
+    def test_supervisord_starts_from_a_clean_environment(self, host):
+        """As systemd starts a unit: the server gets its environment files, not the environment of the Ansible task
+        (or shell, or cron) that started supervisord (on a real GPU host the task's PYTHONPATH reached the server)."""
+        pid = int(host.check_output(SUPERVISORCTL + " pid"))
+        names = sorted(item.split(b"=", 1)[0].decode() for item in host.file("/proc/%d/environ" % pid).content.split(b"\0") if item)
+        assert names == ["LANG", "PATH"]
 
     def test_no_unit_was_rendered(self, host):
         assert not host.file("/etc/systemd/system/sglang.service").exists
@@ -77,10 +87,40 @@ class TestNoSystemd:
         assert env["SGLANG_ENABLE_SPEC_V2"] == "1"
         assert env["PATH"].split(":")[:2] == ["/root/ml-env/bin", "/usr/local/cuda-13.0/bin"]
 
-    def test_record_says_nothing_starts_it_at_boot(self, host):
+    def test_record_names_the_boot_hook(self, host):
+        """C19: the record says which boot hook starts supervisord, and that it clears cron's stale marker."""
         text = host.file(RECORD).content_string
         assert "under supervisord" in text
-        assert "the container entrypoint must run " + SUPERVISORD in text
+        assert "cron @reboot (/etc/cron.d/inferops-sglang" in text
+        assert "/run/crond.reboot" in text
+        hook = host.file("/etc/cron.d/inferops-sglang").content_string
+        assert "@reboot root" in hook and SUPERVISORD in hook and "rm -f /run/crond.reboot" in hook
+
+    def test_supervisor_venv_came_up_without_ensurepip(self, host):
+        """C20: prepare removed python3-venv (ensurepip) and python3-pip and left a half-built venv (bin/python,
+        no pip); the role installed the distribution's venv package and rebuilt the venv."""
+        assert host.package("python3.11-venv").is_installed
+        assert not host.package("python3-pip").is_installed
+        assert host.file(SUPERVISOR_VENV + "/bin/pip").exists
+        out = host.check_output(SUPERVISOR_VENV + "/bin/python -c %s",
+                                "import importlib.metadata as m; print(m.version('supervisor'))")
+        assert out.strip() == "4.3.0"
+
+    def test_restarted_container_comes_back_serving(self, host):
+        """C19: /run survives a container restart (not a tmpfs) and cron's /run/crond.reboot with it; the boot hook
+        still starts supervisord at each start: two restarts in a row, each back to /health 200."""
+        assert host.check_output("stat -f -c %T /run") != "tmpfs"
+        for dummy in range(2):
+            subprocess.run(["docker", "restart", "-t", "5", CONTAINER], check=True, capture_output=True)
+            status = None
+            for dummy in range(120):
+                status = health(host)
+                if status == "200":
+                    break
+                time.sleep(1)
+            assert status == "200", host.run("cat /var/log/sglang/supervisord.log; ls -la /run").stdout
+            assert host.file("/proc/1/comm").content_string.strip() == "sleep"
+            program_pid(host)
 
     def test_restarting_supervisord_brings_the_server_back(self, host):
         before = program_pid(host)

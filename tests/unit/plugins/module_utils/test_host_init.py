@@ -15,6 +15,8 @@ from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils.fake_fi
 from ansible_collections.inferops.sglang.plugins.module_utils._host_init import (
     cron_running,
     detect_container,
+    detect_cron,
+    filesystem_type,
     detect_init,
     parse_systemctl_version,
     supervisord_running,
@@ -173,3 +175,107 @@ def test_cron_running(procs, expected):
 ])
 def test_supervisord_running(procs, expected):
     assert supervisord_running(procs) is expected
+
+
+# ---------------------------------------------------------------------------------------------
+# the cron daemon as a boot hook (field case C19)
+
+MOUNTS_RUN_TMPFS = """overlay / overlay rw,relatime,lowerdir=/l,upperdir=/u,workdir=/w 0 0
+proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0
+tmpfs /run tmpfs rw,nosuid,nodev,relatime 0 0
+tmpfs /tmp tmpfs rw,nosuid,nodev 0 0
+"""
+MOUNTS_RUN_PERSISTENT = """overlay / overlay rw,relatime,lowerdir=/l,upperdir=/u,workdir=/w 0 0
+proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0
+tmpfs /tmp tmpfs rw,nosuid,nodev 0 0
+tmpfs /run/lock tmpfs rw,nosuid,nodev 0 0
+/dev/sda1 /data\\040disk ext4 rw 0 0
+"""
+
+
+@pytest.mark.parametrize('path,mounts,expected', [
+    ('/run/crond.reboot', MOUNTS_RUN_TMPFS, 'tmpfs'),
+    ('/run/crond.reboot', MOUNTS_RUN_PERSISTENT, 'overlay'),
+    ('/run/lock/x', MOUNTS_RUN_PERSISTENT, 'tmpfs'),
+    ('/runner/x', MOUNTS_RUN_TMPFS, 'overlay'),
+    ('/data disk/f', MOUNTS_RUN_PERSISTENT, 'ext4'),
+    ('/run', '', None),
+])
+def test_filesystem_type(path, mounts, expected):
+    """C19: the file system a path lives on, from /proc/self/mounts (the longest mount point that holds it)."""
+    assert filesystem_type(path, mounts) == expected
+
+
+def make_cron_host(tmp_path, procs, mounts, markers=(), var_run_link=True):
+    """A fake host: /proc with the given processes (pid, comm, cmdline, exe), /proc/self/mounts, /var/run -> ../run."""
+    for pid, comm, cmdline, exe in procs:
+        make_proc(tmp_path, pid, comm=comm, cmdline=cmdline, exe=exe)
+    write(tmp_path / 'proc' / 'self' / 'mounts', mounts)
+    (tmp_path / 'run').mkdir(exist_ok=True)
+    (tmp_path / 'var').mkdir(exist_ok=True)
+    if var_run_link:
+        os.symlink('../run', str(tmp_path / 'var' / 'run'))
+    for marker in markers:
+        write(tmp_path / marker.lstrip('/'), '')
+    proc_root = str(tmp_path / 'proc')
+    return list_processes(proc_root), proc_root, str(tmp_path)
+
+
+SLEEP = (1, 'sleep', ['sleep', 'infinity'], '/usr/bin/sleep')
+
+
+def test_detect_cron_debian_cron_with_a_stale_marker_on_a_persistent_run(tmp_path):
+    """C19: Debian's cron, /run not a tmpfs and /run/crond.reboot there: @reboot jobs are skipped at the next start."""
+    procs, proc_root, root = make_cron_host(
+        tmp_path, [SLEEP, (30, 'cron', ['cron'], '/usr/sbin/cron')], MOUNTS_RUN_PERSISTENT, ['/run/crond.reboot'])
+    assert detect_cron(procs, proc_root, root) == {
+        'daemon': 'cron', 'reads_cron_d': True, 'crontabs_dir': None, 'reboot_marker': '/run/crond.reboot',
+        'reboot_marker_exists': True, 'reboot_marker_persists': True}
+
+
+def test_detect_cron_debian_cron_on_a_tmpfs_run(tmp_path):
+    """C19: with /run a tmpfs the marker goes away with the container: @reboot runs at each start."""
+    procs, proc_root, root = make_cron_host(
+        tmp_path, [SLEEP, (30, 'cron', ['/usr/sbin/cron', '-f'], '/usr/sbin/cron')], MOUNTS_RUN_TMPFS,
+        ['/run/crond.reboot'])
+    cron = detect_cron(procs, proc_root, root)
+    assert cron['daemon'] == 'cron' and cron['reboot_marker_exists'] is True
+    assert cron['reboot_marker_persists'] is False
+
+
+@pytest.mark.parametrize('proc,crontabs_dir', [
+    ((30, 'busybox', ['busybox', 'crond', '-f'], '/bin/busybox'), '/var/spool/cron/crontabs'),
+    # Alpine: crond is a link to busybox, comm and argv[0] say crond, only the exe tells
+    ((30, 'crond', ['/usr/sbin/crond', '-f', '-l', '2'], '/bin/busybox'), '/var/spool/cron/crontabs'),
+    ((30, 'crond', ['crond', '-b', '-c', '/etc/crontabs'], '/bin/busybox'), '/etc/crontabs'),
+    ((30, 'crond', ['crond', '-c/srv/tabs', '-f'], '/usr/bin/busybox'), '/srv/tabs'),
+])
+def test_detect_cron_busybox(tmp_path, proc, crontabs_dir):
+    """C19 variant: busybox crond reads no /etc/cron.d, only <crontabs dir>/<user> (-c, default /var/spool/...)."""
+    procs, proc_root, root = make_cron_host(tmp_path, [SLEEP, proc], MOUNTS_RUN_PERSISTENT, ['/run/crond.reboot'])
+    assert detect_cron(procs, proc_root, root) == {
+        'daemon': 'busybox', 'reads_cron_d': False, 'crontabs_dir': crontabs_dir,
+        'reboot_marker': '/var/run/crond.reboot', 'reboot_marker_exists': True, 'reboot_marker_persists': True}
+
+
+def test_detect_cron_cronie(tmp_path):
+    procs, proc_root, root = make_cron_host(
+        tmp_path, [SLEEP, (30, 'crond', ['/usr/sbin/crond', '-n'], '/usr/sbin/crond')], MOUNTS_RUN_TMPFS)
+    assert detect_cron(procs, proc_root, root) == {
+        'daemon': 'cronie', 'reads_cron_d': True, 'crontabs_dir': None, 'reboot_marker': '/var/run/cron.reboot',
+        'reboot_marker_exists': False, 'reboot_marker_persists': False}
+
+
+def test_detect_cron_none(tmp_path):
+    procs, proc_root, root = make_cron_host(tmp_path, [SLEEP], MOUNTS_RUN_PERSISTENT)
+    assert detect_cron(procs, proc_root, root) == {
+        'daemon': None, 'reads_cron_d': False, 'crontabs_dir': None, 'reboot_marker': None,
+        'reboot_marker_exists': False, 'reboot_marker_persists': False}
+
+
+def test_detect_cron_unreadable_mounts_count_as_persistent(tmp_path):
+    """Without /proc/self/mounts nothing says the marker goes away: assume it stays (the safe side)."""
+    procs, proc_root, root = make_cron_host(
+        tmp_path, [SLEEP, (30, 'cron', ['cron'], '/usr/sbin/cron')], '', ['/run/crond.reboot'])
+    os.unlink(os.path.join(proc_root, 'self', 'mounts'))
+    assert detect_cron(procs, proc_root, root)['reboot_marker_persists'] is True

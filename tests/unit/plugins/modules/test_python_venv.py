@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests of modules/python_venv.py: the route to pip, and real venvs (field case C20)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import glob
+import json
+import os
+import sys
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.inferops.sglang.plugins.modules import python_venv
+
+WHEELS = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '.cache', 'wheels'))
+SUPERVISOR_WHEEL = sorted(glob.glob(os.path.join(WHEELS, 'supervisor-4.3.0-*.whl')))
+
+
+def test_requirement_name():
+    assert python_venv.requirement_name('supervisor==4.3.0') == ('supervisor', '4.3.0')
+    assert python_venv.requirement_name('sglang-router') == ('sglang-router', None)
+
+
+@pytest.mark.parametrize('creator,route', [
+    ({'ensurepip': True, 'pip': True}, 'ensurepip'),
+    ({'ensurepip': False, 'pip': True}, 'pip'),          # Debian without python3.X-venv but with python3-pip
+    ({'ensurepip': False, 'pip': False}, None),          # a minimal image: neither (C20)
+    (None, None),                                        # the interpreter does not run
+])
+def test_choose_route(creator, route):
+    assert python_venv.choose_route(creator) == route
+
+
+def run(monkeypatch, capsys, args, check=False):
+    with patch_module_args(dict(args, _ansible_check_mode=check)):
+        with pytest.raises(SystemExit):
+            python_venv.main()
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.skipif(not SUPERVISOR_WHEEL, reason='no supervisor wheel in .cache/wheels (scripts/setup.sh downloads it)')
+def test_a_half_built_venv_is_rebuilt_and_a_second_run_changes_nothing(monkeypatch, capsys, tmp_path):
+    """C20: a failed `python3 -m venv` leaves bin/python without pyvenv.cfg or pip; the next run rebuilds it."""
+    venv = tmp_path / 'supervisor'
+    (venv / 'bin').mkdir(parents=True)
+    os.symlink(sys.executable, str(venv / 'bin' / 'python'))
+    args = {'python': sys.executable, 'venv': str(venv), 'requirement': 'supervisor==4.3.0',
+            'pip_args': ['--no-index', '--find-links', WHEELS]}
+    planned = run(monkeypatch, capsys, args, check=True)
+    assert planned['changed'] is True and planned['rebuilt'] is True and not os.path.exists(str(venv / 'pyvenv.cfg'))
+    done = run(monkeypatch, capsys, args)
+    assert done['changed'] is True and done['version'] == '4.3.0', done
+    assert os.path.exists(str(venv / 'pyvenv.cfg')) and os.path.exists(str(venv / 'bin' / 'supervisord'))
+    again = run(monkeypatch, capsys, args)
+    assert again['changed'] is False and again['rebuilt'] is False and again['version'] == '4.3.0'
+
+
+def test_relative_paths_are_refused(monkeypatch, capsys):
+    result = run(monkeypatch, capsys, {'python': 'python3', 'venv': 'venv', 'requirement': 'supervisor==4.3.0'})
+    assert result['failed'] is True and 'absolute path' in result['msg']
