@@ -6,10 +6,13 @@
 
 Each rule has one home in the private module_utils, where the modules use it too: secrets in
 ``_secrets`` (``secret_flags``, ``redact_args``, ``redact_env``), server settings and GPU counts in
-``_server_process.cmdline`` (``server_settings``, ``gpus_needed``), service states in ``_supervisors``
+``_server_process.cmdline`` (``server_settings``, ``gpus_needed``), which GPU state blocks a (re)start or a tp
+from the GPU count in ``_nvidia_smi`` (``gpu_blockers``, ``tp_unusable_reason``), service states in ``_supervisors``
 (``service_active``), the confinement of a service in ``_sandbox`` (``sandbox_directives``,
-``cache_environment``, ``gpu_device_access``, ``security_exposure``) and the systemd version in ``_host_init``
-(``systemd_version``). These are thin wrappers; the contracts are in each filter's documentation
+``cache_environment``, ``gpu_device_access``, ``security_exposure``), the systemd version in ``_host_init``
+(``systemd_version``) and the proof that a spawned child of the server's interpreter sees the CUDA/NCCL variables in
+``_python_probe`` (``spawn_probe_argv``, ``spawn_env_missing``), and when a running server is degraded in ``_health``
+(``scheduler_shortfall``). These are thin wrappers; the contracts are in each filter's documentation
 (``plugins/filter/<name>.yml``) and in the docstrings of the functions.
 """
 
@@ -19,7 +22,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _host_init, _sandbox, _secrets, _supervisors
+from ansible_collections.inferops.sglang.plugins.module_utils import (
+    _health, _host_init, _nvidia_smi, _python_probe, _sandbox, _secrets, _supervisors)
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
 
 
@@ -36,15 +40,23 @@ def _wrap(func, name):
     return wrapper
 
 
-def _complete_settings(args):
-    """``cmdline.server_settings`` of a mapping or an argv list, refusing values that are not integers."""
+def _complete_settings(args, config=None):
+    """``cmdline.server_settings`` of a mapping or an argv list (and its --config file), refusing values that are
+    not integers."""
     if not hasattr(args, 'items') and not isinstance(args, (list, tuple)):
         raise TypeError('expected a mapping of arguments or an argv list, got %s' % type(args).__name__)
-    settings = cmdline.server_settings(args)
+    settings = cmdline.server_settings(args, config)
     for name in ('port', 'tp', 'dp', 'pp'):
         if settings[name] is None:
             raise ValueError('the %s of these arguments is not an integer' % name)
     return settings
+
+
+def _tp_unusable_reason(facts):
+    """``_nvidia_smi.tp_unusable_reason`` as text: why the GPU count must not become a tp, '' when it may."""
+    if facts is not None and not hasattr(facts, 'get'):
+        raise TypeError('expected the host facts (a mapping), got %s' % type(facts).__name__)
+    return _nvidia_smi.tp_unusable_reason(facts) or ''
 
 
 def _environment_without_secrets(env):
@@ -70,4 +82,9 @@ class FilterModule(object):
             'gpu_device_access': _wrap(_sandbox.gpu_device_access, 'gpu_device_access'),
             'security_exposure': _wrap(_sandbox.security_exposure, 'security_exposure'),
             'systemd_version': _wrap(_host_init.parse_systemctl_version, 'systemd_version'),
+            'spawn_probe_argv': _wrap(_python_probe.spawn_probe_argv, 'spawn_probe_argv'),
+            'spawn_env_missing': _wrap(_python_probe.spawn_env_missing, 'spawn_env_missing'),
+            'scheduler_shortfall': _wrap(_health.scheduler_shortfall, 'scheduler_shortfall'),
+            'gpu_blockers': _wrap(_nvidia_smi.gpu_blockers, 'gpu_blockers'),
+            'tp_unusable_reason': _wrap(_tp_unusable_reason, 'tp_unusable_reason'),
         }

@@ -76,6 +76,33 @@ def service_verdict(manager, baseline, current):
     raise ValueError('unknown service manager %r' % (manager,))
 
 
+def scheduler_shortfall(server, expected):
+    """Why a running SGLang server is degraded: fewer scheduler processes than its arguments need.
+
+    SGLang runs one scheduler process per GPU rank of a node (titled ``sglang::scheduler_TP3``,
+    ``sglang::scheduler_DP1_TP1`` ...; ``run_scheduler_process`` in ``sglang/srt/managers/scheduler.py``). One that
+    died (``kill -9``, a CUDA error, the OOM killer) is not restarted; the server then answers ``/health`` with 503
+    only after its own 20 s wait for output that never comes, and never recovers.
+
+    :param server: a discovered server (a dict of :func:`discovery.discover`'s entries, with ``members``: dicts with
+        ``role`` and ``title``), or None when there is none.
+    :param expected: int, scheduler processes this node runs: tp x pp x dp (without dp under
+        ``--enable-dp-attention``) / nnodes, what ``cmdline.gpus_needed`` counts.
+    :returns: '' when the server is complete (or there is no server, or ``expected`` is below 1), else
+        ``'degraded: 3 of 4 scheduler processes are running (sglang::scheduler_TP0, ...)'``.
+    :raises ValueError: when ``expected`` is not an integer.
+    """
+    expected = int(expected)
+    if not server or expected < 1:
+        return ''
+    titles = sorted(member.get('title') or '' for member in server.get('members') or []
+                    if member.get('role') == 'scheduler')
+    if len(titles) >= expected:
+        return ''
+    return 'degraded: %d of %d scheduler processes are running (%s)' % (
+        len(titles), expected, ', '.join(titles) if titles else 'none')
+
+
 def model_id(models_body, fallback='default'):
     """The model id to ask for, from a ``GET /v1/models`` body (OpenAI list shape)."""
     try:

@@ -147,13 +147,14 @@ def parse_query_gpu(text, fields=QUERY_GPU_FIELDS):
     return gpus
 
 
-def parse_gpu_memory(text):
-    """Parse ``nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits``.
+def parse_gpu_memory(text, fields=('index', 'memory.used')):
+    """Parse ``nvidia-smi --query-gpu=index,memory.used[,uuid] --format=csv,noheader,nounits``.
 
-    Returns [{'index': int, 'memory_used_mib': int or None}] sorted by index.
+    :param fields: the fields asked, in order: ``index``, ``memory.used`` and optionally ``uuid``.
+    Returns [{'index': int, 'memory_used_mib': int or None[, 'uuid': str]}] sorted by index.
     """
-    return [{'index': gpu['index'], 'memory_used_mib': gpu['memory_used_mib']}
-            for gpu in parse_query_gpu(text, ('index', 'memory.used'))]
+    keep = ['index', 'memory_used_mib'] + (['uuid'] if 'uuid' in fields else [])
+    return [dict((key, gpu.get(key)) for key in keep) for gpu in parse_query_gpu(text, tuple(fields))]
 
 
 def parse_compute_apps(text, fields=COMPUTE_APPS_FIELDS):
@@ -344,3 +345,263 @@ def interconnect_from_nvlink_status(status, gpu_count):
     if all(active) and gpu_count == 2:
         return 'nvlink'
     return 'mixed'
+
+
+# ---- MIG, lost GPUs, NVML failures ------------------------------------------------------------
+# Columns of the MIG query host_facts runs beside the main one (old drivers do not know the field, and
+# a failure of this query must not cost the other GPU facts).
+QUERY_MIG_FIELDS = ('index', 'mig.mode.current')
+MIG_MODES = ('Enabled', 'Disabled')
+
+# `nvidia-smi -L`: 'GPU 0: NVIDIA H200 (UUID: GPU-...)', then per MIG device of that GPU an indented
+# '  MIG 3g.71gb     Device  0: (UUID: MIG-...)'.
+_LIST_GPU_RE = re.compile(r'^GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*([^)]+?)\s*\)\s*$')
+_LIST_MIG_RE = re.compile(r'^\s+MIG\s+(\S+)\s+Device\s+(\d+):\s*\(UUID:\s*([^)]+?)\s*\)\s*$')
+# What nvidia-smi prints, in place of a row, for a GPU it can no longer reach (fallen off the bus, Xid 79):
+# 'Unable to determine the device handle for GPU 0000:BA:00.0: Unknown Error' (some releases write
+# 'GPU0000:BA:00.0'); the plain table prints 'GPU 00000000:BA:00.0: GPU is lost. ...'.
+_BUS_ID = r'([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])'
+_LOST_RES = (
+    re.compile(r'Unable to determine the device handle for GPU\s*' + _BUS_ID + r'\s*:\s*(.*?)\s*$'),
+    re.compile(r'^GPU\s*' + _BUS_ID + r'\s*:\s*(GPU is lost.*?)\s*$'),
+)
+_NVML_INIT_RE = re.compile(r'Failed to initialize NVML:\s*(.*?)\s*$')
+_NVML_LIB_RE = re.compile(r'NVML library version:\s*(\d+(?:\.\d+)*)')
+_KERNEL_MODULE_RE = re.compile(r'Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)')
+_DRIVER_UNREACHABLE = "couldn't communicate with the NVIDIA driver"
+
+# Kinds of gpu_error (host_facts).
+GPU_ERROR_KINDS = ('driver_library_mismatch', 'nvml_init_failed', 'driver_unreachable', 'failed')
+
+
+def normalize_bus_id(text):
+    """A PCI bus id as nvidia-smi's messages write it: 4-digit domain, upper-case hex.
+
+    '00000000:BA:00.0', '0000:ba:00.0' -> '0000:BA:00.0'. Text that is not a bus id comes back as is.
+    """
+    text = (text or '').strip()
+    m = re.match(r'^' + _BUS_ID + r'$', text)
+    if not m:
+        return text
+    domain, rest = text.split(':', 1)
+    return ('%04X:%s' % (int(domain, 16), rest)).upper()
+
+
+def parse_mig_modes(text):
+    """Parse ``nvidia-smi --query-gpu=index,mig.mode.current --format=csv,noheader[,nounits]``.
+
+    :returns: {gpu index (int): 'Enabled', 'Disabled' or None (N/A: a GPU without MIG)}. A value that is
+        neither word (another column layout, an error line) is None; lines without an index are skipped.
+    """
+    modes = {}
+    for row in _csv_rows(text, QUERY_MIG_FIELDS, None):
+        if not re.match(r'^\d+$', row['index']):
+            continue
+        value = _na(row['mig.mode.current'])
+        modes[int(row['index'])] = value if value in MIG_MODES else None
+    return modes
+
+
+def parse_gpu_list(text):
+    """Parse ``nvidia-smi -L``: the GPUs and, under each, its MIG devices.
+
+    :returns: {gpu index (int): [{'profile': '3g.71gb', 'device': int (the MIG device number on that GPU),
+        'uuid': 'MIG-...'}, ...]}; a GPU without MIG devices maps to [].
+    """
+    result = {}
+    current = None
+    for line in strip_ansi(text).splitlines():
+        m = _LIST_GPU_RE.match(line)
+        if m:
+            current = int(m.group(1))
+            result[current] = []
+            continue
+        m = _LIST_MIG_RE.match(line)
+        if m and current is not None:
+            result[current].append({'profile': m.group(1), 'device': int(m.group(2)), 'uuid': m.group(3)})
+    return result
+
+
+def parse_lost_gpus(text):
+    """The GPUs nvidia-smi names as unreachable in its output (any query or the plain table).
+
+    :returns: [{'pci_bus_id': '0000:BA:00.0', 'error': 'Unknown Error'}] in the order printed, each bus id once.
+    """
+    lost = []
+    seen = set()
+    for line in strip_ansi(text).splitlines():
+        for regex in _LOST_RES:
+            m = regex.search(line.strip())
+            if m:
+                bus_id = normalize_bus_id(m.group(1))
+                if bus_id not in seen:
+                    seen.add(bus_id)
+                    lost.append({'pci_bus_id': bus_id, 'error': m.group(2) or None})
+                break
+    return lost
+
+
+def lost_gpus(listed, reported, driver_bus_ids):
+    """Every GPU that is lost: those nvidia-smi reports as unreachable, then those the kernel driver knows
+    (``/proc/driver/nvidia/gpus/<bus id>``) that nvidia-smi lists no row for.
+
+    :param listed: bus ids of the rows nvidia-smi printed (any spelling).
+    :param reported: :func:`parse_lost_gpus` of its output.
+    :param driver_bus_ids: the directory names under ``/proc/driver/nvidia/gpus`` (empty when it cannot be read).
+    :returns: [{'pci_bus_id': '0000:BA:00.0', 'error': str or None, 'source': 'nvidia-smi' or 'driver'}].
+    """
+    seen = set(normalize_bus_id(b) for b in listed if b)
+    result = []
+    for entry in reported:
+        if entry['pci_bus_id'] not in seen:
+            seen.add(entry['pci_bus_id'])
+            result.append({'pci_bus_id': entry['pci_bus_id'], 'error': entry['error'], 'source': 'nvidia-smi'})
+    for bus_id in sorted(normalize_bus_id(b) for b in driver_bus_ids or ()):
+        if bus_id not in seen:
+            seen.add(bus_id)
+            result.append({'pci_bus_id': bus_id, 'error': 'known to the driver, but nvidia-smi lists no such GPU',
+                           'source': 'driver'})
+    return result
+
+
+def parse_kernel_module_version(text):
+    """The loaded NVIDIA kernel module's version from ``/proc/driver/nvidia/version``
+    ('NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.172.08  ...' or '... Open Kernel Module for
+    x86_64  570.172.08 ...'); None if absent."""
+    m = _KERNEL_MODULE_RE.search(text or '')
+    return m.group(1) if m else None
+
+
+def parse_gpu_error(text, rc, kernel_module_version=None):
+    """A structured error of an nvidia-smi that failed without listing a GPU.
+
+    :param text: its stdout and stderr.
+    :param rc: its exit status.
+    :param kernel_module_version: :func:`parse_kernel_module_version` of ``/proc/driver/nvidia/version``.
+    :returns: None when ``rc`` is 0 or the output only says 'No devices were found', else a dict with
+        ``kind`` (one of GPU_ERROR_KINDS: ``driver_library_mismatch`` for 'Failed to initialize NVML:
+        Driver/library version mismatch', ``nvml_init_failed`` for another 'Failed to initialize NVML',
+        ``driver_unreachable`` for "couldn't communicate with the NVIDIA driver", else ``failed``),
+        ``message`` (the line that says it), ``rc``, ``nvml_library_version`` (what nvidia-smi prints as
+        'NVML library version', else None) and ``kernel_module_version`` (as given).
+    """
+    if rc == 0:
+        return None
+    text = strip_ansi(text)
+    if 'No devices were found' in text and 'NVML' not in text:
+        return None
+    kind = 'failed'
+    message = smi_failure_message(text)
+    m = None
+    for line in text.splitlines():
+        m = _NVML_INIT_RE.search(line)
+        if m:
+            message = line.strip()
+            break
+    if m:
+        kind = 'driver_library_mismatch' if 'version mismatch' in m.group(1).lower() else 'nvml_init_failed'
+    elif _DRIVER_UNREACHABLE in text:
+        kind = 'driver_unreachable'
+    lib = _NVML_LIB_RE.search(text)
+    return {'kind': kind, 'message': message, 'rc': rc, 'nvml_library_version': lib.group(1) if lib else None,
+            'kernel_module_version': kernel_module_version}
+
+
+# ---- which GPU state blocks a (re)start ---------------------------------------------------------
+def _mig_gpus(facts):
+    return [g for g in (facts or {}).get('gpus') or [] if g.get('mig_mode') == 'Enabled']
+
+
+def tp_unusable_reason(facts):
+    """Why the host's GPU count must not become a tensor parallel size, or None when it may.
+
+    :param facts: host_facts' ``inferops_sglang`` fact (``gpus``, ``lost_gpus``, ``gpu_error``).
+    :returns: str or None. A GPU in MIG mode (a process can use one MIG slice, and slices cannot be
+        joined by tensor parallelism), a lost GPU or an nvidia-smi error each give a reason.
+    """
+    facts = facts or {}
+    error = facts.get('gpu_error')
+    if error:
+        return 'nvidia-smi fails (%s)' % error.get('message')
+    lost = facts.get('lost_gpus') or []
+    if lost:
+        return 'GPU %s is lost' % ', '.join(g['pci_bus_id'] for g in lost)
+    mig = _mig_gpus(facts)
+    if mig:
+        return '%d of %d GPUs are in MIG mode' % (len(mig), len(facts.get('gpus') or []))
+    return None
+
+
+def gpu_blockers(facts, gpus_needed=1, require_gpus=True, switch=None):
+    """The GPU states that forbid (re)starting a server on this host, each with the advice that fits.
+
+    The one rule of the collection for it (the service pre-flight and the cutover pre-flight use it as the
+    filter ``gpu_blockers``, before a running server is touched):
+
+    * NVIDIA kernel module and user-space library differ (``Failed to initialize NVML: Driver/library
+      version mismatch``): no new process can use a GPU until the host reboots; the running server keeps
+      its already loaded library. Blocks whatever ``require_gpus`` says.
+    * A lost GPU (nvidia-smi cannot reach it, or the driver knows a GPU nvidia-smi does not list): reset
+      or reboot. Blocks whatever ``require_gpus`` says.
+    * Other nvidia-smi failures (NVML cannot start, the driver is unreachable): block when ``require_gpus``.
+    * More than one GPU needed while the GPUs outside MIG mode are fewer (a process uses at most one MIG
+      slice; tensor parallelism cannot span slices): disable MIG or run one server per slice.
+    * ``require_gpus``: no GPU, or fewer than needed.
+
+    A host that needs a reset or a reboot gets only that advice (never "lower tp" or "turn the check off").
+
+    :param facts: host_facts' ``inferops_sglang`` fact (``gpus`` with ``mig_mode``, ``gpu_count``,
+        ``lost_gpus``, ``gpu_error``); missing keys count as a healthy host without that information.
+    :param gpus_needed: int, GPUs per node the server needs (``gpus_needed``).
+    :param require_gpus: bool, whether the GPU count is checked (the service role's ``service_require_gpus``).
+    :param switch: name of the setting that turns the count check off, named in its advice; None leaves it out.
+    :returns: a list of {'kind': 'driver_library_mismatch' | 'lost_gpu' | 'gpu_error' | 'mig' | 'gpu_count',
+        'message': str}; empty when a (re)start may go ahead.
+    :raises ValueError: when ``gpus_needed`` is not an integer.
+    :raises TypeError: when ``facts`` is not a mapping.
+    """
+    if facts is None:
+        facts = {}
+    if not hasattr(facts, 'get'):
+        raise TypeError('expected the host facts (a mapping), got %s' % type(facts).__name__)
+    try:
+        needed = int(gpus_needed if gpus_needed is not None else 1)
+    except (TypeError, ValueError):
+        raise ValueError('gpus_needed must be an integer, got %r' % (gpus_needed,))
+    untouched = ' The running server was left as it is.'
+    blockers = []
+    error = facts.get('gpu_error') or None
+    if error and error.get('kind') == 'driver_library_mismatch':
+        blockers.append({'kind': 'driver_library_mismatch', 'message': (
+            "nvidia-smi says '%s': the loaded NVIDIA kernel module (%s) and the driver's user-space library "
+            "(NVML %s) differ, so no new process can use a GPU. A reboot is needed before any restart (it loads "
+            "the module that matches the installed library).%s"
+            % (error.get('message'), error.get('kernel_module_version') or 'version unknown',
+               error.get('nvml_library_version') or 'version unknown', untouched))})
+    for gpu in facts.get('lost_gpus') or []:
+        blockers.append({'kind': 'lost_gpu', 'message': (
+            'GPU %s is lost: reset or reboot (%s). No server can start on this host until it is back '
+            '(nvidia-smi lists it again).%s' % (gpu.get('pci_bus_id'), gpu.get('error') or 'unreachable', untouched))})
+    if blockers:
+        return blockers
+    if error and require_gpus:
+        return [{'kind': 'gpu_error', 'message': (
+            "nvidia-smi fails ('%s', rc=%s): no GPU can be used. Fix the NVIDIA driver (load it, or reboot "
+            "after a driver update) before any restart.%s" % (error.get('message'), error.get('rc'), untouched))}]
+    gpus = facts.get('gpus') or []
+    mig = _mig_gpus(facts)
+    whole = len(gpus) - len(mig)
+    if mig and needed > 1 and whole < needed:
+        blockers.append({'kind': 'mig', 'message': (
+            'The server needs %d GPUs (tensor/pipeline/data parallel) but GPU(s) %s are in MIG mode: a process '
+            'uses at most one MIG slice and tensor parallelism cannot span slices. Disable MIG on the GPUs the '
+            'server uses (nvidia-smi -i <index> -mig 0, then reset them), or run one server per slice '
+            '(tp 1, CUDA_VISIBLE_DEVICES=<MIG UUID>).' % (needed, ', '.join(str(g.get('index')) for g in mig)))})
+    count = int(facts.get('gpu_count') or 0)
+    if require_gpus and not blockers and (count == 0 or count < needed):
+        blockers.append({'kind': 'gpu_count', 'message': (
+            'The server needs %d GPU(s) per node (tp x pp x dp, without dp under dp attention, over nnodes) but %d '
+            'are seen%s. Lower tp/pp/dp in the server arguments%s.'
+            % (needed, count, ' (no nvidia-smi answer)' if count == 0 else '',
+               (', or set %s to false' % switch) if switch else ''))})
+    return blockers

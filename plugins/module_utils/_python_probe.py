@@ -46,6 +46,12 @@ try:
         if p not in seen:
             seen.append(p)
     r["site_packages"] = seen
+    r["sys_path"] = list(sys.path)
+    try:
+        r["purelib"] = sysconfig.get_paths()["purelib"]
+        r["platlib"] = sysconfig.get_paths()["platlib"]
+    except Exception:
+        pass
     m = sys.modules.get("sitecustomize")
     r["sitecustomize_imported"] = m is not None
     r["sitecustomize_path"] = getattr(m, "__file__", None) if m is not None else None
@@ -90,6 +96,89 @@ def parse_python_probe(stdout):
             except ValueError:
                 found = None
     return found if isinstance(found, dict) else None
+
+
+def sitecustomize_candidate(probe):
+    """Where a new ``sitecustomize.py`` is imported from by the interpreter the probe ran in.
+
+    ``site.py`` runs ``import sitecustomize`` after it has put the site-packages directories on ``sys.path``,
+    so the file is found on the first ``sys.path`` entry that holds one. An interpreter that imports none (a
+    pyenv, uv or python.org build, or a venv on one) is given a new file in its own ``purelib`` (a venv's
+    ``site-packages``: only that venv's servers import it), or ``platlib``, or a ``site.getsitepackages()`` entry,
+    whichever is on ``sys.path`` first; else the standard library directory.
+
+    :param probe: the dict :data:`PYTHON_PROBE` printed (``purelib``, ``platlib``, ``site_packages``, ``sys_path``,
+        ``stdlib``).
+    :returns: an absolute path ending in ``/sitecustomize.py``, or None when the probe holds no directory.
+    """
+    probe = probe or {}
+    on_path = [entry for entry in (probe.get('sys_path') or []) if entry]
+    for directory in [probe.get('purelib'), probe.get('platlib')] + list(probe.get('site_packages') or []):
+        if directory and directory in on_path:
+            return directory.rstrip('/') + '/sitecustomize.py'
+    if probe.get('stdlib'):
+        return probe['stdlib'].rstrip('/') + '/sitecustomize.py'
+    return None
+
+
+# The spawn probe: run as `<python> -c SPAWN_PROBE '<json list of names>'` in a clean environment. It starts one
+# child with multiprocessing "spawn", as SGLang starts its schedulers (a fresh interpreter, which runs site.py and
+# sitecustomize again), and the child prints the values of the named variables it sees.
+SPAWN_MARKER = '@@inferops_sglang_spawn@@'
+SPAWN_PROBE = r'''
+import json, multiprocessing, sys
+if __name__ == "__main__":
+    names = json.loads(sys.argv[1])
+    code = ("import json, os, sys; sys.stdout.write('\\n@@inferops_sglang_spawn@@' + "
+            "json.dumps(dict((n, os.environ.get(n)) for n in %r)) + '\\n'); sys.stdout.flush()" % (names,))
+    child = multiprocessing.get_context("spawn").Process(target=exec, args=(code,))
+    child.start()
+    child.join()
+    sys.exit(child.exitcode)
+'''
+
+
+def spawn_probe_argv(python, names, pythonpath=None):
+    """The command that shows which of ``names`` a spawned child of ``python`` sees, and with what value.
+
+    The child is started from a clean environment (``env -i``; ``PATH=/usr/bin:/bin``, and ``PYTHONPATH`` when
+    the server has one), so what it sees comes from what the interpreter imports at start-up (sitecustomize.py),
+    not from the caller's environment.
+
+    :param python: absolute path of the server's interpreter.
+    :param names: iterable of variable names.
+    :param pythonpath: the server's ``PYTHONPATH`` (str) or None/empty.
+    :returns: argv list for ``ansible.builtin.command``'s ``argv``.
+    :raises ValueError: when ``python`` is not an absolute path.
+    :raises TypeError: when ``names`` is a string.
+    """
+    if not python or not str(python).startswith('/'):
+        raise ValueError('the interpreter must be an absolute path, got %r' % (python,))
+    if isinstance(names, (str, bytes)):
+        raise TypeError('names must be a list of variable names, not a string')
+    argv = ['/usr/bin/env', '-i', 'PATH=/usr/bin:/bin']
+    if pythonpath:
+        argv.append('PYTHONPATH=%s' % pythonpath)
+    return argv + [str(python), '-c', SPAWN_PROBE, json.dumps(sorted(str(n) for n in names))]
+
+
+def spawn_env_missing(stdout, expected):
+    """The names of ``expected`` whose values did not reach the spawned child of :data:`SPAWN_PROBE`.
+
+    :param stdout: what the spawn probe printed.
+    :param expected: mapping name -> value the child must see (values compared as strings).
+    :returns: sorted list of names (every name when the child printed nothing, for example because it failed).
+    """
+    seen = None
+    for line in (stdout or '').splitlines():
+        if line.startswith(SPAWN_MARKER):
+            try:
+                seen = json.loads(line[len(SPAWN_MARKER):])
+            except ValueError:
+                seen = None
+    if not isinstance(seen, dict):
+        return sorted(expected)
+    return sorted(name for name, value in expected.items() if seen.get(name) != str(value))
 
 
 def sitecustomize_error(stderr):

@@ -39,7 +39,8 @@ import json
 import re
 
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import is_secret_flag
-from ansible_collections.inferops.sglang.plugins.module_utils._server_process.cmdline import SETTING_FLAGS
+from ansible_collections.inferops.sglang.plugins.module_utils._nvidia_smi import tp_unusable_reason
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process.cmdline import SETTING_FLAGS, config_values
 
 _ENV_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 _NUMBER_RE = re.compile(r'^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$')
@@ -275,20 +276,46 @@ def systemd_command_line(argv):
     return ' '.join(systemd_quote(token) for token in argv)
 
 
-def invalid_environment(env):
-    """The names of the entries of ``env`` (a mapping) that an environment file of the collection refuses, sorted.
+# Variables that name one directory or file: their value must be one absolute path. A value such as
+# ':/usr/local/cuda-13.0' (from `export CUDA_HOME=$CUDA_HOME:/usr/local/cuda-13.0` with CUDA_HOME unset) is a path
+# list, which nothing that reads these variables splits.
+SINGLE_PATH_VARIABLES = frozenset(('CUDA_HOME', 'CUDA_PATH', 'CUDA_ROOT', 'CUDA_TOOLKIT_ROOT_DIR', 'TRITON_PTXAS_PATH',
+                                   'HF_HOME', 'HOME'))
+
+
+def _environment_problem(name, value):
+    """Why one entry of an environment is refused (a phrase without the value), or None."""
+    if not isinstance(name, str) or not _ENV_NAME_RE.match(name):
+        return 'not a variable name (letters, digits and underscores, not starting with a digit)'
+    if not isinstance(value, str):
+        return 'not a string (quote numbers in YAML, e.g. "1")'
+    if any(ch in value for ch in '\n\r\x00'):
+        return 'holds a newline, carriage return or NUL byte'
+    if name in SINGLE_PATH_VARIABLES and value and (not value.startswith('/') or ':' in value):
+        return 'must be one absolute path (no ":" and no relative path)'
+    return None
+
+
+def invalid_environment(env, reasons=False):
+    """The entries of ``env`` (a mapping) that an environment file of the collection refuses, sorted by name.
 
     A name must be ``[A-Za-z_][A-Za-z0-9_]*``; a value must be text (quote numbers in YAML) without a newline, a
-    carriage return or a NUL byte. Only names are returned, never values (they may be secrets).
-    Raises TypeError when ``env`` is not a mapping.
+    carriage return or a NUL byte; a variable that names one directory or file (:data:`SINGLE_PATH_VARIABLES`, such
+    as ``CUDA_HOME``) must hold one absolute path, without ``:``. The same rules apply to values a user writes and
+    to values adopted from a hand-started server's environment. Values are never returned (they may be secrets).
+
+    :param env: mapping of name -> value.
+    :param reasons: when true, each entry is ``'NAME: why'`` instead of the bare name.
+    :returns: sorted list of str.
+    :raises TypeError: when ``env`` is not a mapping.
     """
     if not hasattr(env, 'items'):
         raise TypeError('expected a mapping of environment variables, got %s' % type(env).__name__)
     bad = []
     for name, value in env.items():
-        if (not isinstance(name, str) or not _ENV_NAME_RE.match(name) or not isinstance(value, str)
-                or any(ch in value for ch in '\n\r\x00')):
-            bad.append(str(name))
+        problem = _environment_problem(name, value)
+        if problem:
+            bad.append('%s: %s' % (name, problem) if reasons else str(name))
     return sorted(bad)
 
 
@@ -401,25 +428,36 @@ def nccl_profile(interconnect):
     return dict(PCIE_NCCL_PROFILE) if interconnect == 'pcie' else {}
 
 
-def topology_defaults(args, interconnect, gpu_count):
+def topology_defaults(args, interconnect, gpu_count, config=None, host_facts=None):
     """Server arguments completed from what the host facts saw; the user's settings always win.
 
     - PCIe-only interconnect: ``disable-custom-all-reduce: true`` unless the user set that flag
       (SGLang's custom all-reduce kernel needs peer-to-peer NVLink; on PCIe-only hosts it is the
       reference scenario's choice to disable it). NVLink: nothing added.
     - No tensor parallel size given (``tp-size`` or any alias SGLang accepts: ``tp``,
-      ``tensor-parallel-size``) and GPUs were seen: ``tp-size`` = number of GPUs.
+      ``tensor-parallel-size``), neither in ``args`` nor in the --config file, GPUs were seen and the GPU set
+      can run tensor parallelism over all of them (``_nvidia_smi.tp_unusable_reason`` of ``host_facts``: no
+      GPU in MIG mode, none lost, no nvidia-smi error): ``tp-size`` = number of GPUs.
+
+    A flag set in the --config file counts as set: SGLang lets the command line override the file, so an
+    added flag would silently change the user's setting.
 
     :param args: mapping of server arguments (keys with dashes or underscores).
     :param interconnect: as :func:`nccl_profile`.
     :param gpu_count: int, GPUs seen.
+    :param config: the server's --config file: its text or a mapping of its settings
+        (``cmdline.config_values``); None without one.
+    :param host_facts: host_facts' ``inferops_sglang`` fact (``gpus``, ``lost_gpus``, ``gpu_error``); None:
+        only ``gpu_count`` is known.
     :returns: a new dict, the user's keys first in their order.
+    :raises TypeError: when ``config`` is neither text nor a mapping.
     """
     result = dict(args or {})
     keys = set(normalize_flag(key) for key in result)
+    keys.update(flag[2:] for flag in config_values(config))
     if interconnect == 'pcie' and 'disable-custom-all-reduce' not in keys:
         result['disable-custom-all-reduce'] = True
-    if not keys & _TP_FLAGS and int(gpu_count or 0) > 0:
+    if not keys & _TP_FLAGS and int(gpu_count or 0) > 0 and tp_unusable_reason(host_facts) is None:
         result['tp-size'] = int(gpu_count)
     return result
 

@@ -26,12 +26,16 @@ description:
     the package metadata without importing C(sglang) or C(torch).
   - B(GPUs) from C(nvidia-smi --query-gpu), the driver's CUDA version from the C(nvidia-smi) header,
     the B(interconnect) from C(nvidia-smi topo -m), and the processes holding GPU memory.
+  - B(GPU faults) as data, for the pre-flights to decide on (filter P(inferops.sglang.gpu_blockers#filter)) - the
+    B(MIG) mode of each GPU and its MIG devices, B(lost) GPUs (named by C(nvidia-smi) as unreachable, or known to
+    the kernel driver but not listed), and a structured B(error) when C(nvidia-smi) cannot start NVML (for example
+    a driver/library version mismatch after a driver update without a reboot).
   - B(CUDA toolkits) under O(cuda_roots) and the one C(CUDA_HOME) should name.
   - B(Listening TCP sockets) with the process that owns each, from C(/proc/net/tcp) and C(/proc/net/tcp6).
   - Existing systemd B(unit files) matching O(unit_glob), and B(supervisord) programs.
   - B(SGLang servers) running now, found as M(inferops.sglang.server_process_info) finds them
     (exact argv, interpreter, environment with secret-looking values masked, cwd, user, port, tp/dp,
-    cgroup), split into C(servers) and C(strays) (not managed by O(unit)).
+    cgroup), split into C(servers) and C(strays) (managed neither by O(unit) nor by the collection's supervisord).
   - Whether the B(endpoint) O(host):O(port) accepts TCP connections and what C(GET /health) answers.
   - No GPU, no C(nvidia-smi), or an C(nvidia-smi) that fails (for example C(NVIDIA-SMI has failed
     because it couldn't communicate with the NVIDIA driver)) is a normal result, not a failure; the GPU
@@ -51,6 +55,14 @@ options:
       - When omitted, the C(python) fact has C(exists=false) and null values.
     type: path
     required: false
+  pythonpath:
+    description:
+      - The E(PYTHONPATH) the server runs with. The interpreter is probed with it, since a C(sitecustomize.py) on
+        E(PYTHONPATH) shadows the distribution's.
+      - When omitted, the E(PYTHONPATH) of the running SGLang server that uses O(python) (managed or stray), if
+        any. An empty string probes without one.
+    type: str
+    required: false
   nvidia_smi:
     description:
       - Name or path of the C(nvidia-smi) executable. A name is looked up in E(PATH) and the C(sbin)
@@ -59,6 +71,14 @@ options:
     type: str
     required: false
     default: nvidia-smi
+  nvidia_driver_dir:
+    description:
+      - Where the NVIDIA kernel driver publishes its state; C(<dir>/version) names the loaded kernel module's version
+        (reported with an NVML failure) and C(<dir>/gpus/<PCI bus id>) the GPUs the driver knows (one that
+        C(nvidia-smi) does not list is reported as lost).
+      - Default C(/proc/driver/nvidia). Change it only to test with a stand-in tree.
+    type: path
+    required: false
   cuda_roots:
     description:
       - Glob patterns of CUDA toolkit directories to inspect.
@@ -79,8 +99,9 @@ options:
     default: 'sglang*.service'
   unit:
     description:
-      - The unit (or supervisord program) that manages the server. SGLang processes in its cgroup are
-        reported with C(managed=true); all others are strays.
+      - The systemd unit that manages the server. SGLang processes in its cgroup are reported with
+        C(managed=true), and so are those the collection's supervisord runs (recognised without an option, see
+        M(inferops.sglang.server_process_info)); all others are strays.
     type: str
     required: false
     default: sglang.service
@@ -223,6 +244,51 @@ ansible_facts:
               description: Whether a cron daemon runs (C(cron), C(crond), C(cronie), C(fcron), busybox C(crond)).
               type: bool
               returned: always
+            cron:
+              description:
+                - The cron daemon that runs, and whether its C(@reboot) jobs will run at the next start of the host or
+                  container (a boot hook for the supervisord fallback).
+              type: dict
+              returned: always
+              contains:
+                daemon:
+                  description:
+                    - V(cron) (Debian and Ubuntu), V(busybox) (busybox C(crond), also behind an Alpine C(crond) link,
+                      told by C(/proc/<pid>/exe)), V(cronie), V(fcron), or null when no cron daemon runs.
+                  type: str
+                  returned: always
+                  sample: cron
+                reads_cron_d:
+                  description: Whether the daemon reads C(/etc/cron.d) (V(cron), V(cronie); busybox C(crond) does not).
+                  type: bool
+                  returned: always
+                crontabs_dir:
+                  description:
+                    - busybox only, the directory of its per-user crontab files (C(<dir>/root)); from its C(-c) option,
+                      else C(/var/spool/cron/crontabs). Null for other daemons.
+                  type: str
+                  returned: always
+                  sample: /var/spool/cron/crontabs
+                reboot_marker:
+                  description:
+                    - The file the daemon creates when it runs its C(@reboot) jobs; if it exists when the daemon starts,
+                      the daemon skips them (C(/run/crond.reboot) for Debian's cron, C(/var/run/crond.reboot) for
+                      busybox, C(/var/run/cron.reboot) for cronie). Null for fcron or without a daemon.
+                  type: str
+                  returned: always
+                  sample: /run/crond.reboot
+                reboot_marker_exists:
+                  description: Whether that file exists now.
+                  type: bool
+                  returned: always
+                reboot_marker_persists:
+                  description:
+                    - Whether that file survives a restart, so that C(@reboot) jobs are skipped at the next start
+                      unless it is removed first; true when the mount that holds it (from C(/proc/self/mounts),
+                      symlinks such as C(/var/run) resolved) is not a C(tmpfs) or C(ramfs), or when C(/proc/self/mounts)
+                      cannot be read.
+                  type: bool
+                  returned: always
         python:
           description: The interpreter of O(python), as it reports itself.
           returned: always
@@ -292,16 +358,31 @@ ansible_facts:
                   type: bool
                   returned: always
                 candidate:
-                  description: Where a new C(sitecustomize.py) would go when none is imported, in the
-                    interpreter's standard library directory (C(sysconfig) path C(stdlib)). Given always.
+                  description: Where a new C(sitecustomize.py) is imported from when none is imported now
+                    (a pyenv, uv or python.org build, or a venv on one). C(site.py) imports C(sitecustomize) once
+                    the site-packages are on C(sys.path), so this is the first of the interpreter's C(purelib),
+                    C(platlib) and C(site.getsitepackages()) directories that is on C(sys.path) (a venv's own
+                    C(site-packages)), else its standard library directory. A full file path, ending in
+                    C(/sitecustomize.py); null when the interpreter could not be run.
                   type: str
                   returned: always
-                  sample: /usr/lib/python3.12/sitecustomize.py
+                  sample: /root/ml-env/lib/python3.12/site-packages/sitecustomize.py
                 error:
                   description: The C(Error in sitecustomize) report when importing it raised (then
                     C(imported) is false and nothing it sets reaches the server); null otherwise.
                   type: str
                   returned: always
+            pythonpath:
+              description: The E(PYTHONPATH) the interpreter was probed with (O(pythonpath), else the running
+                server's); null when none.
+              type: str
+              returned: always
+              sample: /opt/patches
+            pythonpath_from:
+              description: Where C(pythonpath) came from, C(parameter) or C(server pid N); null when none.
+              type: str
+              returned: always
+              sample: server pid 4242
             sglang_version:
               description: Version of the installed C(sglang) distribution from its metadata
                 (C(importlib.metadata)); null when not installed. C(sglang) itself is not imported.
@@ -346,6 +427,76 @@ ansible_facts:
               description: PCI bus id.
               type: str
               sample: 00000000:00:06.0
+            mig_mode:
+              description: The GPU's current MIG mode from C(nvidia-smi --query-gpu=index,mig.mode.current
+                --format=csv,noheader,nounits); null for a GPU without MIG (C([N/A])) or when the query fails.
+              type: str
+              choices: [Enabled, Disabled]
+              sample: Enabled
+            mig_devices:
+              description: The MIG devices of this GPU, from the indented C(MIG <profile> Device <n>) lines of
+                C(nvidia-smi -L) (asked only when a GPU is in MIG mode); empty otherwise.
+              type: list
+              elements: dict
+              contains:
+                profile:
+                  description: The MIG profile.
+                  type: str
+                  sample: 3g.71gb
+                device:
+                  description: The MIG device number on this GPU.
+                  type: int
+                uuid:
+                  description: The MIG device's UUID (what C(CUDA_VISIBLE_DEVICES) takes).
+                  type: str
+        lost_gpus:
+          description:
+            - GPUs that are lost (fallen off the bus, Xid 79) - those C(nvidia-smi) names in a line
+              C(Unable to determine the device handle for GPU <bus id>) (it then exits 0 or 15 and prints rows for
+              the others), then those the kernel driver lists under C(/proc/driver/nvidia/gpus/)
+              (O(nvidia_driver_dir)) that C(nvidia-smi) has no row for. They are not in C(gpus) or C(gpu_count).
+          type: list
+          elements: dict
+          returned: always
+          contains:
+            pci_bus_id:
+              description: PCI bus id, 4-digit domain, upper-case hex.
+              type: str
+              sample: 0000:BA:00.0
+            error:
+              description: What C(nvidia-smi) said about it, or why it counts as lost.
+              type: str
+              sample: Unknown Error
+            source:
+              description: V(nvidia-smi) (named in its output) or V(driver) (only the kernel driver lists it).
+              type: str
+        gpu_error:
+          description:
+            - Why C(nvidia-smi) failed without listing a GPU; null when it answered (or is not installed, or says
+              C(No devices were found)).
+          type: dict
+          returned: always
+          contains:
+            kind:
+              description: V(driver_library_mismatch) (C(Failed to initialize NVML - Driver/library version mismatch)),
+                V(nvml_init_failed) (another C(Failed to initialize NVML)), V(driver_unreachable) (C(couldn't
+                communicate with the NVIDIA driver)) or V(failed).
+              type: str
+            message:
+              description: The line of C(nvidia-smi)'s output that says it.
+              type: str
+              sample: 'Failed to initialize NVML: Driver/library version mismatch'
+            rc:
+              description: The exit status of C(nvidia-smi).
+              type: int
+            nvml_library_version:
+              description: The user-space NVML library's version as C(nvidia-smi) prints it (C(NVML library version)); null if it does not.
+              type: str
+              sample: '570.195'
+            kernel_module_version:
+              description: The loaded kernel module's version from C(/proc/driver/nvidia/version) (O(nvidia_driver_dir)); null when unreadable.
+              type: str
+              sample: 570.172.08
         gpu_count:
           description: Number of entries in C(gpus).
           type: int
@@ -468,6 +619,15 @@ ansible_facts:
               description: C(/proc/<pid>/comm) of that process; null with C(pid).
               type: str
               sample: python3
+            uid:
+              description: The socket's owner (C(/proc/net/tcp) column C(uid), readable by anyone, also when C(pid)
+                is null because the owning process's C(/proc/<pid>/fd) cannot be read).
+              type: int
+              sample: 1000
+            user:
+              description: The passwd name of C(uid) (its number as text when it has none).
+              type: str
+              sample: sglang
         units:
           description: Unit files matching O(unit_glob) (only when C(init.system) is V(systemd), else empty).
           type: list
@@ -514,12 +674,14 @@ ansible_facts:
             - Every SGLang server running now, one entry per server (main process, its children, orphans).
             - Each entry has the keys M(inferops.sglang.server_process_info) returns for C(servers), among them
               C(main_pid), C(pids), C(argv), C(executable), C(module), C(args), C(env) (secret-looking values
-              masked as C(********)), C(cwd), C(user), C(host), C(port), C(tp), C(dp), C(pp), C(cgroup), C(managed).
+              masked as C(********)), C(env_readable), C(cwd), C(user), C(host), C(port), C(tp), C(dp), C(pp),
+              C(cgroup), C(managed), C(managed_by).
           type: list
           elements: dict
           returned: always
         strays:
-          description: The entries of C(servers) not managed by O(unit) (for example started by hand with nohup).
+          description: The entries of C(servers) not managed (neither in O(unit) nor under the collection's
+            supervisord; for example started by hand with nohup).
           type: list
           elements: dict
           returned: always
@@ -580,12 +742,12 @@ class HostFacts(object):
         self.timeout_bin = module.get_bin_path('timeout')
         self._processes = None
 
-    def run(self, args, cwd=None):
-        """rc, stdout, stderr of args (a list), under `timeout` where available, in the C locale."""
+    def run(self, args, cwd=None, env=None):
+        """rc, stdout, stderr of args (a list), under `timeout` where available, in the C locale (plus env)."""
         cmd = list(args)
         if self.timeout_bin:
             cmd = [self.timeout_bin, str(COMMAND_TIMEOUT)] + cmd
-        kwargs = dict(check_rc=False, environ_update=C_ENV)
+        kwargs = dict(check_rc=False, environ_update=dict(C_ENV, **(env or {})))
         if cwd:
             kwargs['cwd'] = cwd
         try:
@@ -616,10 +778,13 @@ class HostFacts(object):
         init['systemd_version'] = version
         init['container'] = _host_init.detect_container(PROC, RUN, '/')
         init['cron_running'] = _host_init.cron_running(self.processes)
+        init['cron'] = _host_init.detect_cron(self.processes, PROC, '/')
         return init
 
     # ---- python -----------------------------------------------------------------------------
-    def python_facts(self, python):
+    def python_facts(self, python, pythonpath=None, pythonpath_from=None):
+        """The interpreter's facts, probed with the server's PYTHONPATH (which decides which sitecustomize.py it
+        imports: a file on PYTHONPATH shadows the distribution's)."""
         facts = {
             'executable': python,
             'exists': False,
@@ -638,6 +803,8 @@ class HostFacts(object):
                 'error': None,
             },
             'sglang_version': None,
+            'pythonpath': pythonpath or None,
+            'pythonpath_from': pythonpath_from if pythonpath else None,
         }
         if not python:
             return facts
@@ -650,7 +817,7 @@ class HostFacts(object):
             self.module.warn('Python interpreter %s does not exist or is not executable.' % python)
             return facts
         facts['exists'] = True
-        rc, out, err = self.run([path, '-c', _python_probe.PYTHON_PROBE], cwd='/')
+        rc, out, err = self.run([path, '-c', _python_probe.PYTHON_PROBE], cwd='/', env={'PYTHONPATH': pythonpath or ''})
         probe = _python_probe.parse_python_probe(out)
         if probe is None:
             self.module.warn('Running %s failed (rc=%s): %s' % (python, rc, (err or out).strip()[-500:]))
@@ -671,15 +838,14 @@ class HostFacts(object):
             sc['path'] = sc_path
             sc['realpath'] = os.path.realpath(sc_path)
             sc['is_link'] = os.path.islink(sc_path)
-        if probe.get('stdlib'):
-            sc['candidate'] = os.path.join(probe['stdlib'], 'sitecustomize.py')
+        sc['candidate'] = _python_probe.sitecustomize_candidate(probe)
         sc['error'] = _python_probe.sitecustomize_error(err)
         if sc['error']:
             self.module.warn('%s cannot import its sitecustomize: %s' % (python, sc['error']))
         return facts
 
     # ---- GPUs -------------------------------------------------------------------------------
-    def gpu_facts(self, nvidia_smi):
+    def gpu_facts(self, nvidia_smi, driver_dir=None):
         facts = {
             'gpus': [],
             'gpu_count': 0,
@@ -689,7 +855,10 @@ class HostFacts(object):
             'topology': {},
             'gpu_processes': [],
             'nvidia_smi': None,
+            'lost_gpus': [],
+            'gpu_error': None,
         }
+        driver_dir = driver_dir or os.path.join(PROC, 'driver', 'nvidia')
         smi = self.module.get_bin_path(nvidia_smi, opt_dirs=['/usr/local/nvidia/bin'])
         if not smi:
             self.module.warn('%s not found: no GPU facts (gpus is empty, interconnect is "none").' % nvidia_smi)
@@ -702,16 +871,28 @@ class HostFacts(object):
             # drivers older than ~510 do not know compute_cap
             fields.remove('compute_cap')
             rc, out, err = self.run([smi] + _nvidia_smi.query_gpu_args(fields))
-        if rc != 0:
-            self.module.warn('%s failed (rc=%s): %s; no GPU facts.'
-                             % (smi, rc, _nvidia_smi.smi_failure_message(out + '\n' + err)))
-            return facts
+        text = out + '\n' + err
         gpus = _nvidia_smi.parse_query_gpu(out, fields)
-        if not gpus:
-            self.module.warn('%s lists no GPU: %s' % (smi, _nvidia_smi.smi_failure_message(out + '\n' + err)))
+        # a GPU that fell off the bus is a line instead of a row, and nvidia-smi exits 0 or 15 (GPU inaccessible)
+        reported = _nvidia_smi.parse_lost_gpus(text)
+        if not gpus and not reported:
+            if rc != 0:
+                facts['gpu_error'] = _nvidia_smi.parse_gpu_error(text, rc, self.kernel_module_version(driver_dir))
+                self.module.warn('%s failed (rc=%s): %s; no GPU facts.'
+                                 % (smi, rc, _nvidia_smi.smi_failure_message(text)))
+            else:
+                self.module.warn('%s lists no GPU: %s' % (smi, _nvidia_smi.smi_failure_message(text)))
             return facts
+        facts['lost_gpus'] = _nvidia_smi.lost_gpus([g['pci_bus_id'] for g in gpus], reported,
+                                                   self.driver_bus_ids(driver_dir))
+        if facts['lost_gpus']:
+            self.module.warn('%s: GPU %s lost (%s lists %d GPU(s), rc=%s).'
+                             % (smi, ', '.join(g['pci_bus_id'] for g in facts['lost_gpus']), smi, len(gpus), rc))
+        self.mig(smi, gpus)
         facts['gpus'] = gpus
         facts['gpu_count'] = len(gpus)
+        if not gpus:
+            return facts
         facts['driver_version'] = gpus[0].get('driver_version')
 
         rc, out, err = self.run([smi])
@@ -734,6 +915,45 @@ class HostFacts(object):
         else:
             self.module.warn('%s --query-compute-apps failed: %s' % (smi, _nvidia_smi.smi_failure_message(out + '\n' + err)))
         return facts
+
+    def mig(self, smi, gpus):
+        """Set mig_mode and mig_devices of each GPU entry (nvidia-smi --query-gpu=index,mig.mode.current; -L
+        only when a GPU is in MIG mode)."""
+        for gpu in gpus:
+            gpu['mig_mode'] = None
+            gpu['mig_devices'] = []
+        rc, out, err = self.run([smi] + _nvidia_smi.query_gpu_args(_nvidia_smi.QUERY_MIG_FIELDS))
+        modes = _nvidia_smi.parse_mig_modes(out)
+        if not modes:
+            if rc != 0:
+                self.module.warn('%s --query-gpu=%s failed (rc=%s): %s; mig_mode is unknown.'
+                                 % (smi, ','.join(_nvidia_smi.QUERY_MIG_FIELDS), rc,
+                                    _nvidia_smi.smi_failure_message(out + '\n' + err)))
+            return
+        for gpu in gpus:
+            gpu['mig_mode'] = modes.get(gpu['index'])
+        if not any(gpu['mig_mode'] == 'Enabled' for gpu in gpus):
+            return
+        rc, out, err = self.run([smi, '-L'])
+        devices = _nvidia_smi.parse_gpu_list(out)
+        if not devices:
+            self.module.warn('%s -L failed (rc=%s): %s; mig_devices are unknown.'
+                             % (smi, rc, _nvidia_smi.smi_failure_message(out + '\n' + err)))
+        for gpu in gpus:
+            gpu['mig_devices'] = devices.get(gpu['index'], [])
+
+    @staticmethod
+    def driver_bus_ids(driver_dir):
+        """The PCI bus ids of the GPUs the NVIDIA kernel driver knows (<driver_dir>/gpus/<bus id>); [] when unreadable."""
+        try:
+            return sorted(os.listdir(os.path.join(driver_dir, 'gpus')))
+        except OSError:
+            return []
+
+    @staticmethod
+    def kernel_module_version(driver_dir):
+        """The loaded NVIDIA kernel module's version (<driver_dir>/version), or None."""
+        return _nvidia_smi.parse_kernel_module_version(_procfs.read_text(os.path.join(driver_dir, 'version'), ''))
 
     def topology(self, smi, gpu_count):
         rc, out, err = self.run([smi, 'topo', '-m'])
@@ -777,6 +997,7 @@ class HostFacts(object):
         for entry in listeners:
             entry['pid'] = owners.get(entry['inode'])
             entry['process'] = comms.get(entry['pid']) if entry['pid'] is not None else None
+            entry['user'] = _procfs.user_name(entry.get('uid'))
         listeners.sort(key=lambda e: (e['port'], e['proto'], e['host']))
         return listeners
 
@@ -828,6 +1049,27 @@ def server_facts(module, unit):
     return {'servers': found.servers, 'strays': found.strays}
 
 
+def server_pythonpath(servers, python):
+    """The ``PYTHONPATH`` of the running SGLang server that uses the interpreter ``python``.
+
+    :param servers: the discovered servers (dicts with ``executable`` and ``env``), managed ones and strays.
+    :param python: the interpreter path the facts probe (as given).
+    :returns: ``(pythonpath, 'server pid N')`` of the first such server whose environment sets a non-empty
+        ``PYTHONPATH``, else ``(None, None)``. Interpreters are compared as given and with symlinks resolved.
+    """
+    if not python:
+        return None, None
+    wanted = set([python, os.path.realpath(python)])
+    for server in servers or []:
+        executable = server.get('executable')
+        if not executable or not (set([executable, os.path.realpath(executable)]) & wanted):
+            continue
+        value = (server.get('env') or {}).get('PYTHONPATH')
+        if value:
+            return value, 'server pid %s' % server.get('pid')
+    return None, None
+
+
 def probe_endpoint(host, port, timeout, scheme='http', validate_certs=True, ca_path=None):
     """TCP connect to host:port, then GET /health (a wildcard host is probed on loopback, see _http.probe_host).
 
@@ -859,7 +1101,9 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             python=dict(type='path', required=False),
+            pythonpath=dict(type='str', required=False),
             nvidia_smi=dict(type='str', required=False, default='nvidia-smi'),
+            nvidia_driver_dir=dict(type='path', required=False),
             cuda_roots=dict(type='list', elements='str', required=False,
                             default=['/usr/local/cuda', '/usr/local/cuda-*']),
             unit_glob=dict(type='str', required=False, default='sglang*.service'),
@@ -875,14 +1119,19 @@ def main():
 
     facts = {}
     facts['init'] = host.init_facts()
-    facts['python'] = host.python_facts(p['python'])
-    facts.update(host.gpu_facts(p['nvidia_smi']))
+    found = server_facts(module, p['unit'])
+    if p['pythonpath'] is not None:
+        pythonpath, pythonpath_from = p['pythonpath'], 'parameter'
+    else:
+        pythonpath, pythonpath_from = server_pythonpath(found['servers'], p['python'])
+    facts['python'] = host.python_facts(p['python'], pythonpath, pythonpath_from)
+    facts.update(host.gpu_facts(p['nvidia_smi'], p['nvidia_driver_dir'] or os.path.join(PROC, 'driver', 'nvidia')))
     facts['cuda'] = host.cuda_facts(p['cuda_roots'])
     facts['listeners'] = host.listeners()
     facts['units'] = host.units(facts['init']['system'], p['unit_glob'])
     facts['supervisor'] = host.supervisor(p['unit_glob'])
 
-    facts.update(server_facts(module, p['unit']))
+    facts.update(found)
     facts['endpoint'] = probe_endpoint(p['host'], p['port'], p['probe_timeout'])
 
     module.exit_json(changed=False, ansible_facts={'inferops_sglang': facts})

@@ -135,6 +135,17 @@ options:
         a wrong key with C(the key was refused).
       - Never logged; masked in the result and in every message.
     type: str
+  schedulers:
+    description:
+      - Scheduler processes the server must keep running - tp x pp x dp (without dp under C(--enable-dp-attention))
+        / nnodes, one per GPU rank of this node. C(0) skips the check.
+      - Once the port is open (SGLang opens it after every scheduler reported ready), each poll counts the processes
+        titled C(sglang::scheduler...) in the tree of the service's main process (O(manager) C(systemd) or
+        C(supervisord)). Fewer than this ends the gate at once with RV(state=failed), RV(degraded=true) and the reason
+        C(degraded) followed by the count, for example 3 of 4 scheduler processes running. A scheduler that died is never restarted by
+        SGLang, whose C(/health) then answers 503 only after its own 20 s wait, round after round.
+    type: int
+    default: 0
   log_lines:
     description: Lines of the service's log to include when the gate fails.
     type: int
@@ -207,6 +218,16 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+degraded:
+  description: Whether the gate ended because the server runs fewer scheduler processes than O(schedulers).
+  returned: always
+  type: bool
+  sample: false
+schedulers:
+  description: Scheduler processes counted in the service's tree at the last check; null when not counted.
+  returned: always
+  type: int
+  sample: 8
 state:
   description: C(ready) when every step passed, C(waiting) when the call ran out of O(round_seconds), C(failed) otherwise.
   returned: always
@@ -273,6 +294,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible_collections.inferops.sglang.plugins.module_utils import _health, _http, _supervisors
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process.discovery import discover
 
 
 class GateFailed(Exception):
@@ -297,7 +319,7 @@ class Gate(object):
             'time_to_tcp': self.progress.get('time_to_tcp'),
             'time_to_healthy': self.progress.get('time_to_healthy'),
             'health_latency': None, 'smoke_latencies': [], 'last_status': None, 'service': {},
-            'url': self.base,
+            'url': self.base, 'degraded': False, 'schedulers': None,
         }
 
     # -- progress kept between calls ---------------------------------------------------------
@@ -364,6 +386,23 @@ class Gate(object):
             except (IOError, OSError) as exc:
                 return ['(could not read %s: %s)' % (self.p['log_file'], to_native(exc))]
         return []
+
+    def scheduler_shortfall(self):
+        """'' when the service's server runs its O(schedulers) scheduler processes, else why it is degraded."""
+        status = self.result['service'] or {}
+        pid = status.get('MainPID') if self.p['manager'] == 'systemd' else status.get('pid')
+        if not pid:
+            return ''
+        try:
+            found = discover(unit=self.p['service'] or 'sglang.service', include_gpu_holders=False)
+        except (OSError, IOError, ValueError) as exc:
+            self.module.warn('could not count the scheduler processes: %s' % to_native(exc))
+            return ''
+        server = next((s for s in found.servers if s.get('main_pid') == pid), None)
+        if server is None:
+            return ''
+        self.result['schedulers'] = len([m for m in server.get('members') or [] if m.get('role') == 'scheduler'])
+        return _health.scheduler_shortfall(server, self.p['schedulers'])
 
     # -- the endpoint -------------------------------------------------------------------------
     def tcp_open(self):
@@ -442,6 +481,11 @@ class Gate(object):
                     phase = 'health'
                 else:
                     self.result['reason'] = 'the port is not open yet (model loading)'
+            if phase != 'tcp' and p['schedulers'] > 0 and p['manager'] != 'none':
+                shortfall = self.scheduler_shortfall()
+                if shortfall:
+                    self.result.update(phase=phase, degraded=True)
+                    return self.fail('%s after %.1f s' % (shortfall, time.time() - self.started_at))
             if phase == 'health':
                 self.result['phase'] = phase
                 answer = self.http('/health', p['request_timeout'])
@@ -495,6 +539,7 @@ def main():
             smoke_prompt=dict(type='str', default='Reply with one word.'),
             smoke_max_tokens=dict(type='int', default=8, no_log=False),
             api_key=dict(type='str', no_log=True),
+            schedulers=dict(type='int', default=0),
             log_lines=dict(type='int', default=40),
             log_file=dict(type='path'),
             supervisor_config=dict(type='path'),

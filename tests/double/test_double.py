@@ -1225,6 +1225,35 @@ def test_nvidia_smi_holders_and_errors(tmp_path):
     assert no_format.returncode == 2
 
 
+def test_nvidia_smi_fault_knobs(tmp_path):
+    """C16/C17/C18: MIG mode and devices, a lost GPU (exit 15 or 0), an NVML that cannot start."""
+    config = tmp_path / "smi.json"
+    config.write_text(json.dumps({"profile": "h200-nvlink", "mig": [0, 1], "mig_devices": 2}))
+    modes = parse_csv(smi("--query-gpu=index,mig.mode.current", "--format=csv,noheader", config=config).stdout)
+    assert modes[:3] == [["0", "Enabled"], ["1", "Enabled"], ["2", "Disabled"]]
+    listing = smi("-L", config=config).stdout.splitlines()
+    assert listing[0].startswith("GPU 0: NVIDIA H200 (UUID: GPU-")
+    assert listing[1].startswith("  MIG 3g.71gb     Device  0: (UUID: MIG-") and listing[2].startswith("  MIG 3g.71gb     Device  1:")
+    assert listing[3].startswith("GPU 1: ") and listing[6].startswith("GPU 2: ") and len(listing) == 8 + 4
+    assert smi(config=config).stdout.count("Enabled |") == 2
+
+    bus_ids = ["00000000:%02X:00.0" % b for b in (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xBA, 0xCB, 0xDB)]
+    for rc in (15, 0):
+        config.write_text(json.dumps({"profile": "h200-nvlink", "bus_ids": bus_ids, "lost": [5], "lost_rc": rc}))
+        out = smi("--query-gpu=index,pci.bus_id", "--format=csv,noheader", config=config, check=False)
+        assert out.returncode == rc
+        lines = out.stdout.splitlines()
+        assert lines[5] == "Unable to determine the device handle for GPU 0000:BA:00.0: Unknown Error"
+        assert [line.split(",")[0] for line in lines if "Unable" not in line] == ["0", "1", "2", "3", "4", "6", "7"]
+        assert "GPU5" not in smi("topo", "-m", config=config, check=False).stdout
+
+    config.write_text(json.dumps({"nvml_error": "Driver/library version mismatch", "nvml_library_version": "570.195"}))
+    for args in ((), ("-L",), ("--query-gpu=index", "--format=csv")):
+        out = smi(*args, config=config, check=False)
+        assert out.returncode == 18
+        assert out.stdout == "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 570.195\n"
+
+
 # --------------------------------------------------------------------------- installer
 def test_install_into_venv_then_serve_from_it(tmp_path, servers):
     venv = tmp_path / "ml-env"

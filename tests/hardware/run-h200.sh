@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # Run on the lent NVIDIA H200 machine (Ubuntu 24.04, Python 3.12 at /opt/torch/.venv, CUDA 13.0, PID 1 not systemd,
 # no cron, nothing installable but carried wheels) from the repository root:
-#   bash tests/hardware/run-h200.sh OUTDIR
-# Needs .whl/ (ansible-core 2.19 and its missing deps, supervisor) and .device-collections/ (community.general)
-# carried beside the tree. It (1) runs tests/hardware/test_gpu_release.py (issue: stray-process module on a real GPU),
-# (2) puts a hand-started SGLang test double on the machine and runs site.yml with a local connection
-# (issue: host facts and the no-systemd fallback), and writes what it saw to OUTDIR.
+#   here:   bash tests/hardware/prepare.sh            (makes .whl/: ansible-core, resolvelib, supervisor for Python 3.12;
+#                                                     and .device-collections/: ansible.posix)
+#   there:  bash tests/hardware/run-h200.sh OUTDIR    (with .whl and .device-collections carried beside the tree)
+# Parts (INFEROPS_H200_PARTS, default "gpu site managed nccl"):
+#   gpu      tests/hardware/test_gpu_release.py: a CUDA process titled like a scheduler is found, stopped, its memory freed.
+#   site     a hand-started SGLang test double (its schedulers hold real GPU memory through torch) and site.yml with a
+#            local connection: host facts and the supervisord fallback.
+#   managed  a real stray CUDA process titled like an SGLang scheduler beside the managed supervisord program, then
+#            server_process with its defaults: only the stray goes (the managed server keeps its pid and memory).
+#   nccl     (two GPUs or more) site.yml again with tp-size 2 and NCCL_DEBUG=INFO: facts say nvlink, custom all-reduce
+#            stays on, the two schedulers (multiprocessing spawn children of the server the service started) run a
+#            real NCCL all-reduce, and NCCL's log shows the cuda_env role's variables taken from the environment.
+# NVLink multicast stays off in every process (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1,
+# NVSHMEM_DISABLE_NVLS=1: exported here and in the servers' environment by the inventory). What it saw goes to OUTDIR.
 set -uo pipefail
 out="${1:-/tmp/inferops-h200}"
 mkdir -p "$out"
@@ -13,6 +22,10 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 py=/opt/torch/.venv/bin/python3
 site=/tmp/inferops-site
 export INFEROPS_WHEELS="$repo/.whl"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+if ! ls "$repo"/.whl/ansible_core-*.whl >/dev/null 2>&1 || [ ! -d "$repo/.device-collections/ansible_collections/ansible/posix" ]; then
+  echo "no .whl/ or .device-collections/: run bash tests/hardware/prepare.sh here first, then carry both"; exit 2
+fi
 $py -m pip install -q --no-index --no-deps --no-compile --target "$site" "$repo"/.whl/ansible_core-*.whl \
   "$repo"/.whl/resolvelib-*.whl >"$out/pip.log" 2>&1 || { cat "$out/pip.log"; exit 1; }
 export PYTHONPATH="$site" PATH="$site/bin:$PATH"
@@ -32,7 +45,7 @@ done
   ansible --version | head -n 2
 } 2>&1 | tee "$out/machine.txt"
 
-parts="${INFEROPS_H200_PARTS:-gpu site}"
+parts="${INFEROPS_H200_PARTS:-gpu site managed nccl}"
 if [[ " $parts " == *" gpu "* ]]; then
 echo "== 1. GPU release (server_process on a real GPU)"
 $py -m pytest -q -s -p no:cacheprovider "$repo/tests/hardware/test_gpu_release.py" 2>&1 | tee "$out/gpu_release.txt"
@@ -42,10 +55,14 @@ fi
 echo "== 2. site.yml with a local connection"
 rm -rf /root/ml-env && $py -m venv --without-pip /root/ml-env
 $py "$repo/tests/double/install.py" --venv /root/ml-env >"$out/install.txt" 2>&1
+# The machine's torch (with CUDA) for the double's schedulers, which hold real GPU memory and run NCCL.
+purelib="$(/root/ml-env/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+$py -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' >"$purelib/machine-torch.pth"
 mkdir -p /root/models/double && echo '{"architectures": ["LlamaForCausalLM"]}' >/root/models/double/config.json
 # The hand-started server: the double, by hand with nohup, outside any service manager.
 (cd /root && setsid nohup env -i HOME=/root PATH=/root/ml-env/bin:/usr/local/cuda-13.0/bin:/usr/bin:/bin \
   CUDA_HOME=/usr/local/cuda-13.0 SGLANG_DOUBLE_GPU_DIR=/tmp/inferops-gpu-standin SGLANG_DOUBLE_LOAD_SECONDS=2 \
+  SGLANG_DOUBLE_TORCH_DISTRIBUTED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
   /root/ml-env/bin/python3 -m sglang.launch_server --model-path /root/models/double --tp-size 1 \
   >/root/handstarted.log 2>&1 </dev/null &)
 for _ in $(seq 1 60); do curl -sf http://127.0.0.1:30000/health >/dev/null 2>&1 && break; sleep 1; done
@@ -61,4 +78,51 @@ rc=${PIPESTATUS[0]}
   ls -la /usr/lib/python3.12/sitecustomize.py; head -n 12 /etc/python3.12/sitecustomize.py
 } 2>&1 | tee "$out/after.txt"
 cp /root/sglang-deployment.md "$out/record.md" 2>/dev/null
+[ "$rc" = 0 ] || exit "$rc"
+supervisorctl() { /opt/inferops-sglang/supervisor/bin/supervisorctl -c /etc/inferops-sglang/supervisord.conf "$@"; }
+
+if [[ " $parts " == *" managed "* ]]; then
+  echo "== 3. server_process with its defaults beside the managed supervisord program and a real stray"
+  before="$(supervisorctl pid sglang)"
+  holder="import sys, time; sys.path.insert(0, '$repo/tests/double'); from sglang.srt.utils.common import set_proc_title
+set_proc_title('sglang::scheduler_TP0'); import torch; x = torch.empty(4 << 30, dtype=torch.uint8, device='cuda')
+torch.cuda.synchronize(); print('ready', flush=True); time.sleep(900)"
+  setsid $py -c "$holder" >/tmp/stray.log 2>&1 </dev/null &
+  stray=$!
+  for _ in $(seq 1 60); do grep -q ready /tmp/stray.log && break; sleep 1; done
+  {
+    echo "managed server pid $before; stray pid $stray"
+    nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv
+    ansible localhost -c local -m inferops.sglang.server_process -a '{"state": "absent"}' 2>&1
+    sleep 2
+    echo "stray alive after: $(kill -0 "$stray" 2>/dev/null && echo yes || echo no)"
+    echo "managed server pid after: $(supervisorctl pid sglang) (before: $before)"
+    supervisorctl status
+    curl -s -o /dev/null -w 'GET /health -> %{http_code}\n' http://127.0.0.1:30000/health
+    nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv
+  } 2>&1 | tee "$out/managed.txt"
+  kill -9 "$stray" 2>/dev/null
+fi
+
+if [[ " $parts " == *" nccl "* ]] && [ "$(nvidia-smi -L | grep -c '^GPU')" -ge 2 ]; then
+  echo "== 4. two GPUs: tp 2 under the service, NCCL's own log"
+  ansible -i "$repo/tests/hardware/inventory.yml" gpu-host -m inferops.sglang.host_facts \
+    -a "python=/root/ml-env/bin/python3" >"$out/facts-x2.json" 2>&1
+  log=/var/log/sglang/sglang.log
+  : >"$log"
+  ansible-playbook -i "$repo/tests/hardware/inventory.yml" -e @"$repo/tests/hardware/nccl-vars.yml" "$repo/site.yml" 2>&1 \
+    | tee "$out/site-x2.txt"
+  rc=${PIPESTATUS[0]}
+  {
+    echo "== after (site.yml tp 2 exit $rc)"
+    supervisorctl status
+    grep -h -o -- '--[a-z-]*all-reduce[a-z-]*' /etc/inferops-sglang/supervisor.d/sglang.conf /etc/sglang/sglang-run.sh || echo "no all-reduce flag in the rendered service"
+    while read -r pid; do
+      echo "scheduler $pid: $(tr '\0' '\n' <"/proc/$pid/environ" | grep -E '^NCCL_(PROTO|ALGO|NVLS_ENABLE|DEBUG)=' | tr '\n' ' ')"
+    done < <(pgrep -f 'sglang::scheduler')
+    grep -E 'NCCL_[A-Z_]+ set by environment|NCCL all_reduce over' "$log"
+  } 2>&1 | tee "$out/nccl.txt"
+  grep -E 'NCCL INFO|NCCL WARN|all_reduce' "$log" >"$out/nccl-log.txt"
+  cp /root/sglang-deployment.md "$out/record-x2.md" 2>/dev/null
+fi
 exit "$rc"

@@ -191,7 +191,9 @@ class Host(object):
         for name in list(env):
             if name.startswith('SGLANG_DOUBLE'):
                 del env[name]
-        cmd = [ANSIBLE, 'localhost', '-c', 'local', '-m', 'inferops.sglang.' + module, '-a', json.dumps(args)]
+        cmd = [ANSIBLE, 'localhost', '-c', 'local', '-m', 'inferops.sglang.' + module]
+        if args:  # no -a at all for the defaults ('{}' would be taken for raw parameters)
+            cmd += ['-a', json.dumps(args)]
         if check:
             cmd.append('--check')
         if diff:
@@ -398,10 +400,10 @@ def scenario_c02_gpu_holder(host):
         busy = bool(held) or time.time() - (state['released_at'] or 0) < 1.0
         if sys.argv[1].startswith('--query-compute-apps'):
             for p in held:
-                print('%%d, 4334' %% p)
+                print('%%d, 4334, GPU-0' %% p)
         elif sys.argv[1].startswith('--query-gpu'):
-            print('0, %%d' %% (4343 if busy else 3))
-            print('1, 0')
+            print('0, %%d, GPU-0' %% (4343 if busy else 3))
+            print('1, 0, GPU-1')
         else:
             sys.exit(2)
         ''' % smi_state)
@@ -477,12 +479,146 @@ def scenario_managed(host):
     return report
 
 
+SUPERVISOR_SOCKET = '/run/inferops-sglang-supervisor.sock'   # the collection's (roles/service/vars/main.yml)
+
+
+def supervisord_conf(host, program, wrapper):
+    """The essentials of roles/service/templates/supervisord.conf.j2 and supervisor-program.conf.j2."""
+    return textwrap.dedent("""\
+        [unix_http_server]
+        file=%(socket)s
+        chmod=0700
+
+        [supervisord]
+        logfile=%(dir)s/supervisord.log
+        pidfile=%(dir)s/supervisord.pid
+        childlogdir=%(dir)s
+
+        [rpcinterface:supervisor]
+        supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface
+
+        [supervisorctl]
+        serverurl=unix://%(socket)s
+
+        [program:%(program)s]
+        command=%(wrapper)s
+        directory=%(dir)s
+        autostart=true
+        autorestart=unexpected
+        startsecs=0
+        stopsignal=TERM
+        stopasgroup=false
+        killasgroup=true
+        """) % {'socket': SUPERVISOR_SOCKET, 'dir': host.workdir, 'program': program, 'wrapper': wrapper}
+
+
+def start_supervised_server(host, program, port, tp=1):
+    """The collection's supervisord (its socket path on a private /run) running the double as ``program``;
+    returns (supervisord pid, config path) once the server is ready."""
+    # The collection's socket path is fixed: a private /run (this namespace has its own mounts) holds it.
+    run_dir = os.path.join(host.workdir, 'run')
+    os.makedirs(run_dir)
+    subprocess.check_call(['mount', '--bind', run_dir, '/run'])
+    env = host.server_env('m')
+    wrapper = os.path.join(host.workdir, '%s-run.sh' % program)
+    with open(wrapper, 'w') as f:
+        f.write('#!/bin/sh\n' + ''.join('export %s=%s\n' % (name, shell_quote(value)) for name, value in sorted(env.items())
+                                        if name.isidentifier())
+                + 'exec ' + ' '.join(shell_quote(a) for a in host.server_argv(port, tp=tp)) + '\n')
+    os.chmod(wrapper, 0o755)
+    conf = os.path.join(host.workdir, 'supervisord.conf')
+    with open(conf, 'w') as f:
+        f.write(supervisord_conf(host, program, wrapper))
+    supervisord = os.path.join(os.path.dirname(sys.executable), 'supervisord')
+    subprocess.check_call([sys.executable, supervisord, '-c', conf], cwd=host.workdir)   # daemonises
+    host.wait_ready(port)
+    with open(os.path.join(host.workdir, 'supervisord.pid')) as f:
+        return int(f.read().strip()), conf
+
+
+def scenario_c15_supervisord(host):
+    """C15: the collection's supervisord runs the double as its program, a stray double runs beside it; the
+    modules, with their defaults, see the program as managed and stop only the stray."""
+    managed_port, stray_port = free_port(), free_port()
+    supervisord_pid, dummy = start_supervised_server(host, 'sglang-it', managed_port)
+    report = {'supervisord': supervisord_pid, 'managed': [p for p in host.tree(supervisord_pid) if p != supervisord_pid]}
+    stray = host.server(stray_port, 's')
+    report['stray'] = host.tree(stray)
+    report['info'] = host.ansible('server_process_info', {})
+    report['facts'] = host.ansible('host_facts', {})
+    report['stop'] = host.ansible('server_process', {})
+    report['alive_after_stop'] = host.alive_of(report['managed'] + report['stray'] + [supervisord_pid])
+    return report
+
+
+def scenario_c25_degraded(host):
+    """C25: a tp 2 server under the collection's supervisord loses sglang::scheduler_TP1 (kill -9); the gate that
+    checks the unchanged server counts the schedulers and fails at once, not after its budget."""
+    port = free_port()
+    supervisord_pid, conf = start_supervised_server(host, 'sglang-it', port, tp=2)
+    gate = {'port': port, 'manager': 'supervisord', 'service': 'sglang-it', 'supervisor_config': conf,
+            'supervisorctl': os.path.join(os.path.dirname(sys.executable), 'supervisorctl'),
+            'schedulers': 2, 'smoke_requests': 1, 'budget': 600, 'round_seconds': 60}
+    report = {'healthy': host.ansible('server_health', gate)}
+    schedulers = host.by_title('sglang::scheduler_TP1')
+    os.kill(schedulers[0], signal.SIGKILL)
+    host.reap()
+    time.sleep(0.5)
+    report['degraded'] = host.ansible('server_health', gate)
+    report['main_alive'] = bool(host.by_title('sglang::scheduler_TP0'))
+    return report
+
+
+def scenario_stuck(host):
+    """A scheduler that SIGKILL cannot end: frozen in a cgroup v1 freezer (state D, in the refrigerator), it
+    keeps its GPU device file open, as a process stuck in the GPU driver does."""
+    freezer_root = '/sys/fs/cgroup/freezer'
+    if not os.path.exists(os.path.join(freezer_root, 'cgroup.procs')):
+        return {'skipped': 'no cgroup v1 freezer hierarchy'}
+    cgroup = os.path.join(freezer_root, 'inferops-it-%s' % uuid.uuid4().hex[:8])
+    os.makedirs(cgroup)
+    report = {}
+    try:
+        main = host.server(free_port(), 'x')
+        report['tree'] = host.tree(main)
+        report['stuck'] = [p for p in report['tree'] if host.title(p).startswith('sglang::scheduler')]
+        with open(os.path.join(cgroup, 'cgroup.procs'), 'w') as f:
+            f.write(str(report['stuck'][0]))
+        with open(os.path.join(cgroup, 'freezer.state'), 'w') as f:
+            f.write('FROZEN')
+        report['device'] = os.path.join(host.gpu_dir('x'), 'nvidia0')
+        report['stop'] = host.ansible('server_process', {'gpu_device_glob': host.workdir + '/gpu-*/*',
+                                                         'grace_period': 1, 'kill_timeout': 1})
+        report['alive_after_stop'] = host.alive_of(report['tree'])
+    finally:
+        with open(os.path.join(cgroup, 'freezer.state'), 'w') as f:
+            f.write('THAWED')
+        for pid in host.pids():
+            if pid != 1:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            host.reap()
+            try:
+                os.rmdir(cgroup)
+                break
+            except OSError:
+                time.sleep(0.05)
+    return report
+
+
 SCENARIOS = {
     'reference': scenario_reference,
     'sigterm_ignorer': scenario_sigterm_ignorer,
     'c01_orphans': scenario_c01_orphans,
     'c02_gpu_holder': scenario_c02_gpu_holder,
     'managed': scenario_managed,
+    'c15_supervisord': scenario_c15_supervisord,
+    'c25_degraded': scenario_c25_degraded,
+    'stuck': scenario_stuck,
 }
 
 
@@ -691,7 +827,7 @@ def test_c02_gpu_holder_child_found_stopped_and_release_waited():
     release = stop['gpu_release']
     assert release['method'] == 'nvidia-smi' and release['waited']
     assert release['seconds'] >= 0.5          # the fake driver keeps the memory about a second
-    assert release['compute_apps'] == [] and release['gpus'][0] == {'index': 0, 'memory_used_mib': 3}
+    assert release['compute_apps'] == [] and release['gpus'][0] == {'index': 0, 'memory_used_mib': 3, 'uuid': 'GPU-0'}
 
 
 def test_managed_and_excluded_servers_are_left_alone():
@@ -709,11 +845,77 @@ def test_managed_and_excluded_servers_are_left_alone():
     assert any(i['pid'] == report['kept'][0] and 'exclude_pids' in i['reason'] for i in stop['ignored'])
 
 
+def _has_supervisor():
+    probe = subprocess.run([sys.executable, '-c', 'import supervisor'], check=False, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    return probe.returncode == 0 and os.path.exists(os.path.join(os.path.dirname(sys.executable), 'supervisord'))
+
+
+@pytest.mark.skipif(not _has_supervisor(), reason='supervisor is not installed beside %s' % sys.executable)
+def test_c15_supervisord_program_is_managed_with_the_defaults():
+    """C15: with its defaults, server_process leaves the program of the collection's supervisord (and its
+    schedulers) alone and stops only the stray beside it; server_process_info and host_facts agree."""
+    report = run_scenario('c15_supervisord')
+    info = report['info']
+    assert_ok(info)
+    assert [s['main_pid'] for s in info['managed']] == [min(report['managed'])]
+    assert info['managed'][0]['pids'] == report['managed']
+    assert info['managed'][0]['managed_by'] == {'manager': 'supervisord', 'supervisord_pid': report['supervisord'],
+                                                'program': 'sglang-it', 'unit': None}
+    assert [s['main_pid'] for s in info['strays']] == [report['stray'][0]]
+    facts = report['facts']
+    assert_ok(facts)
+    found = facts['ansible_facts']['inferops_sglang']
+    assert [s['main_pid'] for s in found['strays']] == [report['stray'][0]]
+    assert sorted(s['main_pid'] for s in found['servers']) == sorted([min(report['managed']), report['stray'][0]])
+    stop = report['stop']
+    assert_ok(stop)
+    assert stop['target_pids'] == report['stray']
+    assert sorted(stopped_by(stop)) == report['stray']
+    assert report['alive_after_stop'] == sorted(report['managed'] + [report['supervisord']])
+
+
+def test_stuck_process_is_reported_and_needs_a_reboot():
+    """A process SIGKILL cannot end (state D) while it holds a GPU: the stop fails, names it in `stuck` and says
+    that a reboot is needed."""
+    report = run_scenario('stuck')
+    if report.get('skipped'):
+        pytest.skip(report['skipped'])
+    stop = report['stop']
+    assert stop.get('failed') is True
+    assert 'a process stuck in the driver holds the GPUs: reboot needed' in stop['msg']
+    assert stop['reboot_required'] is True
+    assert [(s['pid'], s['state'], s['devices']) for s in stop['stuck']] == [
+        (report['stuck'][0], 'D', [report['device']])]
+    assert report['alive_after_stop'] == report['stuck']
+
+
 def teardown_module(module):
     # Cgroups a killed runner could not remove (empty once the namespace is gone).
+    for path in glob.glob('/sys/fs/cgroup/freezer/inferops-it-*'):
+        try:
+            with open(os.path.join(path, 'freezer.state'), 'w') as f:
+                f.write('THAWED')
+            os.rmdir(path)
+        except OSError:
+            pass
     for root in CGROUP_ROOTS:
         for path in glob.glob(os.path.join(root, 'system.slice', 'inferops-it-*.service')):
             try:
                 os.rmdir(path)
             except OSError:
                 pass
+
+
+def test_gate_fails_at_once_on_a_degraded_server_c25():
+    """C25: one scheduler of a tp 2 server under supervisord is killed; the gate (schedulers=2) fails in seconds,
+    saying the server is degraded, where /health alone would answer 503 after SGLang's 20 s, round after round."""
+    report = run_scenario('c25_degraded')
+    healthy = report['healthy']
+    assert healthy['state'] == 'ready' and healthy['schedulers'] == 2 and healthy['degraded'] is False, healthy
+    degraded = report['degraded']
+    assert degraded.get('failed') is True, degraded
+    assert degraded['degraded'] is True and degraded['schedulers'] == 1
+    assert 'degraded: 1 of 2 scheduler processes are running (sglang::scheduler_TP0)' in degraded['msg']
+    assert degraded['_seconds'] < 15, degraded['_seconds']
+    assert report['main_alive']

@@ -88,7 +88,7 @@ SETTING_FLAGS = {
 _BOOL_SETTING_FLAGS = {'--enable-dp-attention': 'dp_attention'}
 _INT_SETTINGS = ('port', 'tp', 'dp', 'pp', 'nnodes')
 SETTING_DEFAULTS = {'host': DEFAULT_HOST, 'port': DEFAULT_PORT, 'tp': 1, 'dp': 1, 'pp': 1}
-_FALSE_WORDS = ('', 'false', 'no', 'off', '0', 'none')
+_FALSE_WORDS = ('', 'false', 'no', 'off', '0', 'none', 'null', '~')
 
 _ROLE_RANK_SUFFIX_RE = re.compile(r'(?:_[A-Z]+(?:_[A-Z]+)*[0-9]+)+$')
 
@@ -287,6 +287,23 @@ def _flag_of(key):
     return '--' + str(key).lstrip('-').split('=', 1)[0].replace('_', '-')
 
 
+def config_values(config):
+    """The settings of an SGLang --config file as {'--flag': value}.
+
+    :param config: None, the file's text (read with :func:`parse_config_scalars`), or a mapping of its keys
+        (with or without leading dashes, ``_`` or ``-``) to values (what a YAML parser gives).
+    :returns: dict, possibly empty.
+    :raises TypeError: for anything else.
+    """
+    if config is None:
+        return {}
+    if isinstance(config, str):
+        return parse_config_scalars(config)
+    if hasattr(config, 'items'):
+        return dict((_flag_of(key), value) for key, value in config.items())
+    raise TypeError('expected the text of a --config file or a mapping of its settings, got %s' % type(config).__name__)
+
+
 def _true(value):
     """A store_true flag's value in a mapping or a config file: False, None and 'false'-like text are off."""
     if value is None or value is False:
@@ -297,7 +314,7 @@ def _true(value):
 def _raw_settings(args, config=None):
     """{setting name: raw value} from the --config values, then the arguments (a mapping or an argv list)."""
     raw = {}
-    for flag, value in (config or {}).items():
+    for flag, value in config_values(config).items():
         if flag in SETTING_FLAGS:
             raw[SETTING_FLAGS[flag]] = value
         elif flag in _BOOL_SETTING_FLAGS:
@@ -343,7 +360,8 @@ def server_settings(args, config=None):
 
     :param args: the server's argv after the module (list of str), or a mapping of server arguments
         (keys with or without leading dashes, ``_`` or ``-``), with every alias in ``SETTING_FLAGS``.
-    :param config: the {'--flag': value} of its --config file: defaults the arguments override.
+    :param config: its --config file (see :func:`config_values`: the file's text or a mapping of its settings):
+        defaults the arguments override, with the same aliases.
     :returns: dict with ``host`` (str), ``port``, ``tp``, ``dp``, ``pp`` (int; SGLang's defaults
         127.0.0.1, 30000, 1, 1, 1). Values that do not parse are None (argparse would have refused to
         start such a server).

@@ -192,3 +192,134 @@ class TestRollback:
         assert key not in out
         assert host.service(UNIT).is_running and health(host) == "200"
         assert host.run("python3 -c %s", models % (",headers={'Authorization':'Bearer %s'}" % key)).stdout.strip() == "200"
+
+    def test_degraded_server_is_seen_in_seconds(self, host, serving, tmp_path):
+        """Field case C25: a converged server lost sglang::scheduler_TP3 (kill -9). A re-run with no change sees it
+        from the facts in seconds; cutover_on_degraded=fail fails the host and changes nothing, the default restarts
+        it through the normal cutover (gate, rollback on failure)."""
+        # Start from this test's configuration (an earlier case may have left another known-good one).
+        rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with()})
+        assert rc == 0, out[-3000:]
+        serving = main_pid(host)
+        before_unit = unit_text(host)
+        host.run_expect([0], "pkill -9 -f '^sglang::scheduler_TP3'")
+        time.sleep(1)
+        rc, out, seconds = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with(),
+                                           "cutover_on_degraded": "fail"})
+        assert rc != 0
+        assert "degraded: 7 of 8 scheduler processes are running" in out, out[-4000:]
+        assert "cutover_on_degraded is fail" in out
+        assert seconds < 120, "seen after %.0f s" % seconds
+        assert main_pid(host) == serving, "the degraded server was touched"
+        assert unit_text(host) == before_unit
+
+        rc, out, seconds = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with()})
+        assert rc == 0, out[-4000:]
+        assert seconds < 180, "restarted after %.0f s" % seconds
+        assert main_pid(host) != serving
+        record = host.file(RECORD).content_string
+        assert "- Action: restart (the running server was degraded: 7 of 8 scheduler processes are running" in record
+        schedulers = [p for p in host.process.filter(user="root") if p.args.startswith("sglang::scheduler_TP")]
+        assert len(schedulers) == 8
+        assert health(host) == "200"
+
+    def test_malformed_adopted_value_is_refused_before_anything_changes(self, host, serving, tmp_path):
+        """Field case C23: the hand-started server to adopt has CUDA_HOME=':/usr/local/cuda-13.0' (a shell slip);
+        the adopted environment is checked like a written one, naming the variable, never its value."""
+        before_unit = unit_text(host)
+        host.run_expect([0], "cd /root && setsid nohup env -i SGLANG_DOUBLE_LOAD_SECONDS=1 SGLANG_DOUBLE_REQUIRE_TOOLS=0 CUDA_HOME=:/usr/local/cuda-13.0 "
+                             "SGLANG_DOUBLE_GPU_DIR=/tmp/adopt-gpus PATH=/root/ml-env/bin:/usr/local/cuda-13.0/bin:/usr/bin:/bin "
+                             "/root/ml-env/bin/python3 -m sglang.launch_server --model-path /shared/kimi-k2.5-int4 "
+                             "--port 30003 >/root/adopt.log 2>&1 < /dev/null & echo $! > /root/adopt.pid")
+        try:
+            stray = int(host.file("/root/adopt.pid").content_string.strip())
+            rc, out, dummy = site(tmp_path, {"service_server_args": dict(reference_args(), port=30003), "service_adopt": True,
+                                             "service_environment": {}})
+            assert rc != 0
+            message = [line for line in out.splitlines() if "CUDA_HOME: must be one absolute path" in line]
+            assert message, out[-4000:]
+            assert ":/usr/local/cuda-13.0" not in message[0]
+            assert host.process.filter(pid=stray), "the hand-started server was stopped"
+            assert main_pid(host) == serving and unit_text(host) == before_unit
+        finally:
+            host.run("kill $(cat /root/adopt.pid)")
+
+    def test_port_held_by_another_users_process_is_named(self, host, serving, tmp_path):
+        """Field case C24: root without CAP_SYS_PTRACE (docker's default) cannot read /proc/PID/fd of another user's
+        process; the owner of the port is named from /proc/net/tcp and the pre-flight says why its pid is unknown."""
+        host.run_expect([0], "cd /tmp && setsid nohup runuser -u nobody -- python3 -m http.server 30004 --bind 127.0.0.1 "
+                             ">/dev/null 2>&1 < /dev/null &")
+        try:
+            for dummy in range(50):
+                if host.run("python3 -c %s", "import socket; socket.create_connection(('127.0.0.1', 30004), 1)").rc == 0:
+                    break
+                time.sleep(0.1)
+            rc, out, dummy = site(tmp_path, {"service_server_args": dict(reference_args(), port=30004),
+                                             "service_environment": env_with()})
+            assert rc != 0
+            assert "Port 30004 is held by a process of user nobody (uid 65534) whose pid this run cannot see" in out, out[-4000:]
+            assert "None (pid None)" not in out
+            assert main_pid(host) == serving
+        finally:
+            host.run("pkill -f 'http.server 30004'")
+
+    def test_a_stray_stuck_in_the_driver_leaves_nothing_started(self, host, serving, tmp_path):
+        """A stray scheduler that SIGKILL cannot end (state D, frozen in a cgroup v1 freezer here) still holds its GPU:
+        neither the new server nor the known-good one is started, the host fails saying a reboot is needed, and the
+        record says so."""
+        freezer = "/sys/fs/cgroup/freezer"
+        if not host.file(freezer).is_directory or host.run("mkdir -p %s/inferops-stuck", freezer).rc != 0:
+            pytest.skip("no writable cgroup v1 freezer in this container")
+        host.run_expect([0], "systemctl stop %s", UNIT)
+        host.run_expect([0], "cd /root && setsid nohup env SGLANG_DOUBLE_LOAD_SECONDS=1 CUDA_HOME=/usr/local/cuda-13.0 "
+                             "PATH=/root/ml-env/bin:/usr/bin:/bin /root/ml-env/bin/python3 -m sglang.launch_server "
+                             "--model-path /shared/kimi-k2.5-int4 --port 30005 >/root/stuck.log 2>&1 < /dev/null &")
+        try:
+            for dummy in range(60):
+                scheduler = [p.pid for p in host.process.filter(user="root") if p.args.startswith("sglang::scheduler")]
+                if scheduler:
+                    break
+                time.sleep(0.5)
+            assert scheduler
+            host.run_expect([0], "echo %d > %s/inferops-stuck/cgroup.procs && echo FROZEN > %s/inferops-stuck/freezer.state"
+                            % (scheduler[0], freezer, freezer))
+            rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with(),
+                                             "cutover_stop_grace_period": 3, "cutover_kill_timeout": 3})
+            assert rc != 0
+            assert "a process stuck in the driver holds the GPUs: reboot needed" in out, out[-4000:]
+            assert not host.service(UNIT).is_running, "a server was started on GPUs still held"
+            assert "reboot needed" in host.file(RECORD).content_string
+        finally:
+            host.run("echo THAWED > %s/inferops-stuck/freezer.state", freezer)
+            host.run("pkill -9 -f 'port 30005'; pkill -9 -f '^sglang::'; sleep 1; rmdir %s/inferops-stuck", freezer)
+            host.run("systemctl start %s", UNIT)
+            for dummy in range(60):
+                if health(host) == "200":
+                    break
+                time.sleep(1)
+
+    def test_the_block_lands_in_the_sitecustomize_the_server_imports(self, host, serving, tmp_path):
+        """Field case C13 (runs last: it changes the interpreter). An interpreter that imports no sitecustomize (as a
+        pyenv, uv or python.org build): the block goes into a new file in the venv's site-packages, not into a
+        directory named sitecustomize.py. Then PYTHONPATH=/opt/patches with a sitecustomize.py of the team's own,
+        which shadows the venv's: the block goes there, the unit gets the PYTHONPATH, and a child spawned the way
+        SGLang starts its schedulers sees the variables (the role checks that itself; checked here again)."""
+        host.run_expect([0], "rm -f /usr/lib/python3.11/sitecustomize.py")
+        rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with()})
+        assert rc == 0, out[-4000:]
+        venv_site = host.file("/root/ml-env/lib/python3.11/site-packages/sitecustomize.py")
+        assert venv_site.is_file and "BEGIN inferops.sglang managed block" in venv_site.content_string
+        spawn = ("import multiprocessing as m\nif __name__ == '__main__':\n p = m.get_context('spawn').Process("
+                 "target=exec, args=(\"import os; print(os.environ.get('CUDA_HOME'))\",)); p.start(); p.join()")
+        assert host.run("env -i PATH=/usr/bin:/bin /root/ml-env/bin/python3 -c %s", spawn).stdout.strip() == "/usr/local/cuda-13.0"
+
+        host.run_expect([0], "mkdir -p /opt/patches && printf '# the team patches\\nPATCHED = 1\\n' > /opt/patches/sitecustomize.py")
+        rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(),
+                                         "service_environment": env_with(PYTHONPATH="/opt/patches")})
+        assert rc == 0, out[-4000:]
+        patches = host.file("/opt/patches/sitecustomize.py").content_string
+        assert "BEGIN inferops.sglang managed block" in patches and "PATCHED = 1" in patches
+        assert 'PYTHONPATH="/opt/patches"' in host.file("/etc/sglang/sglang.env").content_string
+        assert host.run("env -i PATH=/usr/bin:/bin PYTHONPATH=/opt/patches /root/ml-env/bin/python3 -c %s",
+                        spawn).stdout.strip() == "/usr/local/cuda-13.0"
+        assert health(host) == "200"

@@ -128,3 +128,27 @@ def test_service_active(state, manager, active):
 def test_service_active_unknown_manager():
     with pytest.raises(AnsibleFilterError, match='service_active'):
         FILTERS['service_active']('active', 'runit')
+
+
+# ---- gpu_blockers / tp_unusable_reason / settings from a --config file ------------------------------
+
+def test_c14_filters_take_the_config_file_text():
+    """C14: the filters the service role uses read the --config file's settings too."""
+    args = {'model-path': '/models/m', 'config': '/etc/sglang/server.yaml'}
+    text = 'host: 0.0.0.0\nport: 8000\ntp-size: 4\n'
+    assert FILTERS['server_settings'](args, text)['port'] == 8000
+    assert FILTERS['gpus_needed'](args, text) == 4
+    assert FILTERS['server_settings'](args, None)['port'] == 30000
+
+
+def test_c18_gpu_blockers_filter():
+    """C18: the filter is the rule of _nvidia_smi.gpu_blockers; bad input is a filter error."""
+    facts = {'gpus': [], 'gpu_count': 0, 'lost_gpus': [],
+             'gpu_error': {'kind': 'driver_library_mismatch', 'message': 'Failed to initialize NVML: Driver/library version mismatch',
+                           'rc': 18, 'nvml_library_version': '570.195', 'kernel_module_version': '570.172.08'}}
+    blockers = FILTERS['gpu_blockers'](facts, 1, False, 'service_require_gpus')
+    assert [b['kind'] for b in blockers] == ['driver_library_mismatch']
+    assert FILTERS['tp_unusable_reason'](facts).startswith('nvidia-smi fails')
+    assert FILTERS['tp_unusable_reason']({'gpus': [], 'gpu_count': 0}) == ''
+    with pytest.raises(AnsibleFilterError, match='gpu_blockers'):
+        FILTERS['gpu_blockers']('facts', 1)

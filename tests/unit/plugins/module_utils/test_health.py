@@ -90,3 +90,21 @@ def test_check_chat_response(status, body, ok):
 ])
 def test_redact_log_line(line, expected):
     assert _health.redact_log_line(line) == expected
+
+
+def test_scheduler_shortfall_counts_scheduler_members():
+    """C25: a converged server lost sglang::scheduler_TP3 (kill -9): 3 of the 4 schedulers tp 4 needs."""
+    from ansible_collections.inferops.sglang.plugins.module_utils._health import scheduler_shortfall
+    members = [{'role': 'server', 'title': 'python3'}, {'role': 'detokenizer', 'title': 'sglang::detokenizer'}]
+    members += [{'role': 'scheduler', 'title': 'sglang::scheduler_TP%d' % i} for i in (0, 1, 2)]
+    server = {'main_pid': 100, 'members': members}
+    assert scheduler_shortfall(server, 4) == (
+        'degraded: 3 of 4 scheduler processes are running '
+        '(sglang::scheduler_TP0, sglang::scheduler_TP1, sglang::scheduler_TP2)')
+    assert scheduler_shortfall(server, 3) == ''
+    assert scheduler_shortfall(server, '2') == ''
+    assert scheduler_shortfall(None, 4) == ''
+    assert scheduler_shortfall(server, 0) == ''
+    assert scheduler_shortfall({'members': []}, 1) == 'degraded: 0 of 1 scheduler processes are running (none)'
+    with pytest.raises(ValueError):
+        scheduler_shortfall(server, 'many')

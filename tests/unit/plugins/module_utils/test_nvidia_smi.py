@@ -345,12 +345,17 @@ MEMORY_BUSY_CSV = '0, 4343, 143771\n1, 4343, 143771\n'
     ('', []),
 ])
 def test_parse_compute_apps_pid_and_memory(text, expected):
-    assert parse_compute_apps(text, RELEASE_APPS_FIELDS) == expected
+    assert parse_compute_apps(text, ('pid', 'used_gpu_memory')) == expected
 
 
 def test_parse_compute_apps_pid_and_memory_rejects_uuid_column():
     # The fixture has gpu_uuid first: not a pid, so every row is skipped rather than misread.
     assert parse_compute_apps(COMPUTE_APPS_BUSY_CSV, RELEASE_APPS_FIELDS) == []
+
+
+def test_parse_compute_apps_release_fields():
+    assert parse_compute_apps('568, 4334, GPU-264e02ee\n', RELEASE_APPS_FIELDS) == [
+        {'pid': 568, 'used_memory_mib': 4334, 'gpu_uuid': 'GPU-264e02ee'}]
 
 
 @pytest.mark.parametrize('text, expected', [
@@ -361,3 +366,172 @@ def test_parse_compute_apps_pid_and_memory_rejects_uuid_column():
 ])
 def test_parse_gpu_memory(text, expected):
     assert parse_gpu_memory(text) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# MIG (C16), lost GPUs (C17), NVML failures (C18), and the rule gpu_blockers
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _nvidia_smi  # noqa: E402
+
+MIG_LIST = (
+    'GPU 0: NVIDIA H200 (UUID: GPU-264e02ee-af98-d893-82ae-4ec1afc463e1)\n'
+    '  MIG 3g.71gb     Device  0: (UUID: MIG-6ac5e0b3-0b1c-5e1f-9a0e-7d2f6c1b2a01)\n'
+    '  MIG 3g.71gb     Device  1: (UUID: MIG-7bd6f1c4-1c2d-6f20-ab1f-8e3a7d2c3b12)\n'
+    'GPU 1: NVIDIA H200 (UUID: GPU-4f3f9924-c31b-11ce-1a00-cd855da98952)\n'
+    '  MIG 1g.18gb     Device  0: (UUID: MIG-GPU-4f3f9924-c31b-11ce-1a00-cd855da98952/7/0)\n'
+    'GPU 2: NVIDIA H200 (UUID: GPU-00000000-0000-0000-0000-000000000002)\n'
+)
+
+
+def test_c16_mig_modes_and_devices():
+    """C16: per GPU MIG mode from --query-gpu=index,mig.mode.current, MIG devices from -L."""
+    modes = _nvidia_smi.parse_mig_modes('0, Enabled\n1, Enabled\n2, Disabled\n3, [N/A]\n')
+    assert modes == {0: 'Enabled', 1: 'Enabled', 2: 'Disabled', 3: None}
+    assert _nvidia_smi.parse_mig_modes('index, mig.mode.current\n0, Enabled\n') == {0: 'Enabled'}
+    # another column layout (a stand-in that answers every query alike) is not taken for a mode
+    assert _nvidia_smi.parse_mig_modes('0, NVIDIA H200, GPU-1, 143771\n') == {0: None}
+    devices = _nvidia_smi.parse_gpu_list(MIG_LIST)
+    assert devices[0] == [{'profile': '3g.71gb', 'device': 0, 'uuid': 'MIG-6ac5e0b3-0b1c-5e1f-9a0e-7d2f6c1b2a01'},
+                          {'profile': '3g.71gb', 'device': 1, 'uuid': 'MIG-7bd6f1c4-1c2d-6f20-ab1f-8e3a7d2c3b12'}]
+    assert devices[1] == [{'profile': '1g.18gb', 'device': 0, 'uuid': 'MIG-GPU-4f3f9924-c31b-11ce-1a00-cd855da98952/7/0'}]
+    assert devices[2] == []
+
+
+LOST_QUERY = (
+    'Unable to determine the device handle for GPU 0000:BA:00.0: Unknown Error\n'
+    + ''.join('%d, NVIDIA H200, GPU-%d, 143771, 0, 9.0, 570.172.08, 00000000:%s:00.0\n' % (i, i, bus)
+              for i, bus in enumerate(('18', '2A', '3A', '5D', '9A', 'AB', 'DB')))
+)
+
+
+def test_c17_lost_gpu_in_query_output():
+    """C17: the 'Unable to determine the device handle' line names the lost GPU; the 7 rows still parse."""
+    assert len(_nvidia_smi.parse_query_gpu(LOST_QUERY)) == 7
+    assert _nvidia_smi.parse_lost_gpus(LOST_QUERY) == [{'pci_bus_id': '0000:BA:00.0', 'error': 'Unknown Error'}]
+    # the spelling without a space, and the plain table's line
+    assert _nvidia_smi.parse_lost_gpus('Unable to determine the device handle for GPU0000:ba:00.0: Unknown Error\n'
+                                       'GPU 00000000:BA:00.0: GPU is lost. Reboot the system to recover this GPU\n') == [
+        {'pci_bus_id': '0000:BA:00.0', 'error': 'Unknown Error'}]
+
+
+def test_c17_lost_gpus_compared_with_the_driver():
+    """C17: a GPU the kernel driver lists under /proc/driver/nvidia/gpus without an nvidia-smi row is lost too."""
+    listed = ['00000000:18:00.0', '00000000:2A:00.0']
+    assert _nvidia_smi.lost_gpus(listed, [], ['0000:18:00.0', '0000:2a:00.0']) == []
+    lost = _nvidia_smi.lost_gpus(listed, [{'pci_bus_id': '0000:BA:00.0', 'error': 'Unknown Error'}],
+                                 ['0000:18:00.0', '0000:2a:00.0', '0000:ba:00.0', '0000:cb:00.0'])
+    assert lost == [
+        {'pci_bus_id': '0000:BA:00.0', 'error': 'Unknown Error', 'source': 'nvidia-smi'},
+        {'pci_bus_id': '0000:CB:00.0', 'error': 'known to the driver, but nvidia-smi lists no such GPU', 'source': 'driver'},
+    ]
+
+
+MISMATCH = 'Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 570.195\n'
+PROC_VERSION = ('NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.172.08  Release Build  '
+                '(dvs-builder@U16-I3-B03-4-3)  Tue Jul  8 17:33:39 UTC 2025\nGCC version:  gcc version 13.3.0\n')
+
+
+def test_c18_driver_library_mismatch_is_a_structured_error():
+    """C18: the NVML library version from nvidia-smi, the kernel module's from /proc/driver/nvidia/version."""
+    module = _nvidia_smi.parse_kernel_module_version(PROC_VERSION)
+    assert module == '570.172.08'
+    assert _nvidia_smi.parse_kernel_module_version(
+        'NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n') == '550.54.15'
+    assert _nvidia_smi.parse_kernel_module_version('') is None
+    assert _nvidia_smi.parse_gpu_error(MISMATCH, 18, module) == {
+        'kind': 'driver_library_mismatch', 'message': 'Failed to initialize NVML: Driver/library version mismatch',
+        'rc': 18, 'nvml_library_version': '570.195', 'kernel_module_version': '570.172.08'}
+
+
+@pytest.mark.parametrize('text, rc, kind', [
+    ('Failed to initialize NVML: Unknown Error\n', 255, 'nvml_init_failed'),
+    ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+     "NVIDIA driver is installed and running.\n", 9, 'driver_unreachable'),
+    ('Segmentation fault\n', 139, 'failed'),
+    ('No devices were found\n', 6, None),
+    (MISMATCH, 0, None),
+])
+def test_gpu_error_kinds(text, rc, kind):
+    error = _nvidia_smi.parse_gpu_error(text, rc)
+    assert (error or {}).get('kind') == kind
+
+
+def test_normalize_bus_id():
+    assert _nvidia_smi.normalize_bus_id('00000000:ba:00.0') == '0000:BA:00.0'
+    assert _nvidia_smi.normalize_bus_id('0000:BA:00.0') == '0000:BA:00.0'
+    assert _nvidia_smi.normalize_bus_id('not a bus id') == 'not a bus id'
+
+
+def gpu_facts(count=8, mig=(), lost=(), error=None):
+    gpus = [{'index': i, 'pci_bus_id': '00000000:%02X:00.0' % (0x10 * (i + 1)),
+             'mig_mode': 'Enabled' if i in mig else 'Disabled', 'mig_devices': []} for i in range(count)]
+    return {'gpus': gpus, 'gpu_count': count, 'lost_gpus': [{'pci_bus_id': b, 'error': 'Unknown Error',
+                                                            'source': 'nvidia-smi'} for b in lost],
+            'gpu_error': error}
+
+
+MISMATCH_ERROR = _nvidia_smi.parse_gpu_error(MISMATCH, 18, '570.172.08')
+NEVER = ('lower', 'service_require_gpus', 'tp/pp/dp')
+
+
+def kinds(blockers):
+    return [b['kind'] for b in blockers]
+
+
+def test_healthy_host_has_no_blockers():
+    assert _nvidia_smi.gpu_blockers(gpu_facts(), 8) == []
+    assert _nvidia_smi.tp_unusable_reason(gpu_facts()) is None
+
+
+@pytest.mark.parametrize('require', [True, False])
+def test_c18_mismatch_blocks_whatever_the_gpu_check(require):
+    """C18: a reboot is needed before any restart; never 'lower tp' or 'turn the check off'."""
+    facts = gpu_facts(count=0, error=MISMATCH_ERROR)
+    blockers = _nvidia_smi.gpu_blockers(facts, 8, require, 'service_require_gpus')
+    assert kinds(blockers) == ['driver_library_mismatch']
+    message = blockers[0]['message']
+    assert 'a reboot is needed before any restart' in message.lower()
+    assert '570.172.08' in message and '570.195' in message
+    assert not any(word in message for word in NEVER)
+    assert _nvidia_smi.tp_unusable_reason(facts)
+
+
+@pytest.mark.parametrize('require', [True, False])
+def test_c17_lost_gpu_blocks_whatever_the_gpu_check(require):
+    """C17: 'GPU 0000:BA:00.0 is lost: reset or reboot', and no advice to lower tp (7 GPUs are seen, 8 needed)."""
+    facts = gpu_facts(count=7, lost=['0000:BA:00.0'])
+    blockers = _nvidia_smi.gpu_blockers(facts, 8, require, 'service_require_gpus')
+    assert kinds(blockers) == ['lost_gpu']
+    assert 'GPU 0000:BA:00.0 is lost: reset or reboot' in blockers[0]['message']
+    assert not any(word in blockers[0]['message'] for word in NEVER)
+    assert _nvidia_smi.tp_unusable_reason(facts) == 'GPU 0000:BA:00.0 is lost'
+
+
+def test_c16_mig_refuses_more_than_one_gpu():
+    """C16: tp > 1 across MIG slices is refused with 'disable MIG or run one server per slice'; tp 1 runs."""
+    facts = gpu_facts(mig=range(8))
+    blockers = _nvidia_smi.gpu_blockers(facts, 4, True, 'service_require_gpus')
+    assert kinds(blockers) == ['mig']
+    assert 'Disable MIG' in blockers[0]['message'] and 'one server per slice' in blockers[0]['message']
+    assert _nvidia_smi.gpu_blockers(facts, 4, False) == blockers
+    assert _nvidia_smi.gpu_blockers(facts, 1) == []
+    assert _nvidia_smi.tp_unusable_reason(facts) == '8 of 8 GPUs are in MIG mode'
+    # enough whole GPUs beside the MIG ones: not refused
+    assert _nvidia_smi.gpu_blockers(gpu_facts(mig=[6, 7]), 4) == []
+
+
+def test_gpu_count_and_other_errors_follow_the_check():
+    short = _nvidia_smi.gpu_blockers(gpu_facts(count=2), 4, True, 'service_require_gpus')
+    assert kinds(short) == ['gpu_count']
+    assert 'needs 4 GPU(s)' in short[0]['message'] and 'service_require_gpus to false' in short[0]['message']
+    assert _nvidia_smi.gpu_blockers(gpu_facts(count=2), 4, False) == []
+    unreachable = _nvidia_smi.parse_gpu_error("NVIDIA-SMI has failed because it couldn't communicate with the "
+                                              "NVIDIA driver.", 9)
+    facts = gpu_facts(count=0, error=unreachable)
+    assert kinds(_nvidia_smi.gpu_blockers(facts, 1, True)) == ['gpu_error']
+    assert _nvidia_smi.gpu_blockers(facts, 1, False) == []
+    assert _nvidia_smi.gpu_blockers({}, 1, False) == []
+    with pytest.raises(TypeError):
+        _nvidia_smi.gpu_blockers(['not facts'], 1)
+    with pytest.raises(ValueError):
+        _nvidia_smi.gpu_blockers({}, 'x')

@@ -76,3 +76,61 @@ def test_parse_python_probe_and_sitecustomize_error():
     assert sitecustomize_error(err) == ("Error in sitecustomize; set PYTHONVERBOSE for traceback: "
                                         "NameError: name 'x' is not defined")
     assert sitecustomize_error('') is None
+
+
+# ---------------------------------------------------------------------------------------------
+# where a new sitecustomize.py goes, and the spawn probe (field case C13)
+
+def test_sitecustomize_candidate_is_a_file_in_the_venvs_own_site_packages():
+    """C13: an interpreter that imports no sitecustomize (pyenv, uv, python.org build, or a venv on one): the new
+    file goes to the first site directory on sys.path, and the candidate is a full path to the file."""
+    probe = {'stdlib': '/root/.pyenv/versions/3.12.7/lib/python3.12',
+             'purelib': '/root/ml-env/lib/python3.12/site-packages',
+             'platlib': '/root/ml-env/lib/python3.12/site-packages',
+             'site_packages': ['/root/ml-env/lib/python3.12/site-packages'],
+             'sys_path': ['', '/root/.pyenv/versions/3.12.7/lib/python312.zip', '/root/.pyenv/versions/3.12.7/lib/python3.12',
+                          '/root/ml-env/lib/python3.12/site-packages']}
+    from ansible_collections.inferops.sglang.plugins.module_utils._python_probe import sitecustomize_candidate
+    assert sitecustomize_candidate(probe) == '/root/ml-env/lib/python3.12/site-packages/sitecustomize.py'
+    # purelib not on sys.path (python -S, or an odd build): the standard library directory
+    probe['sys_path'] = ['/root/.pyenv/versions/3.12.7/lib/python3.12']
+    assert sitecustomize_candidate(probe) == '/root/.pyenv/versions/3.12.7/lib/python3.12/sitecustomize.py'
+    assert sitecustomize_candidate({}) is None
+
+
+def test_real_probe_gives_a_candidate_ending_in_sitecustomize_py(tmp_path):
+    from ansible_collections.inferops.sglang.plugins.module_utils._python_probe import sitecustomize_candidate
+    venv = tmp_path / 'venv'
+    subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(venv)], check=True)
+    dummy, probe = run_probe(str(venv / 'bin' / 'python3'))
+    candidate = sitecustomize_candidate(probe)
+    assert candidate == os.path.join(probe['purelib'], 'sitecustomize.py')
+    assert candidate.startswith(str(venv))
+
+
+def test_spawn_probe_reports_what_a_spawned_child_sees(tmp_path):
+    """C13/C08: the variables must reach a child started with multiprocessing spawn from a clean environment;
+    a sitecustomize.py on PYTHONPATH is imported by the child too."""
+    from ansible_collections.inferops.sglang.plugins.module_utils._python_probe import spawn_env_missing, spawn_probe_argv
+    patches = tmp_path / 'patches'
+    write(str(patches / 'sitecustomize.py'), "import os\nos.environ.setdefault('INFEROPS_T', 'from-patches')\n")
+    argv = spawn_probe_argv(sys.executable, ['INFEROPS_T', 'INFEROPS_U'], str(patches))
+    assert argv[:3] == ['/usr/bin/env', '-i', 'PATH=/usr/bin:/bin'] and argv[3] == 'PYTHONPATH=%s' % patches
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False,
+                          env=dict(os.environ, INFEROPS_T='from-the-caller'))
+    assert proc.returncode == 0, proc.stderr
+    assert spawn_env_missing(proc.stdout, {'INFEROPS_T': 'from-patches'}) == []
+    assert spawn_env_missing(proc.stdout, {'INFEROPS_T': 'other', 'INFEROPS_U': '1'}) == ['INFEROPS_T', 'INFEROPS_U']
+    # without the PYTHONPATH the child sees nothing: the caller's environment does not leak in
+    proc = subprocess.run(spawn_probe_argv(sys.executable, ['INFEROPS_T']), stdout=subprocess.PIPE,
+                          universal_newlines=True, check=False, env=dict(os.environ, INFEROPS_T='from-the-caller'))
+    assert spawn_env_missing(proc.stdout, {'INFEROPS_T': 'from-patches'}) == ['INFEROPS_T']
+    assert spawn_env_missing('', {'A': '1', 'B': '2'}) == ['A', 'B']
+
+
+def test_spawn_probe_argv_refuses_bad_input():
+    from ansible_collections.inferops.sglang.plugins.module_utils._python_probe import spawn_probe_argv
+    with pytest.raises(ValueError):
+        spawn_probe_argv('python3', ['A'])
+    with pytest.raises(TypeError):
+        spawn_probe_argv('/usr/bin/python3', 'CUDA_HOME')

@@ -425,3 +425,59 @@ def test_invalid_environment_names_bad_entries_without_their_values():
     assert sa.invalid_environment({}) == []
     with pytest.raises(TypeError):
         sa.invalid_environment(['A=1'])
+
+
+C14_YAML = "host: 0.0.0.0\nport: 8000\ntp-size: 4\n"
+
+
+@pytest.mark.parametrize("config", [
+    C14_YAML,
+    {"host": "0.0.0.0", "port": 8000, "tp-size": 4},
+    "tensor-parallel-size: 4\n",
+    "tp: 4\n",
+    "tp-size: '4'   # four cards\n",
+])
+def test_c14_config_file_tp_is_kept(config):
+    """C14: a tp in the --config YAML (any alias) counts as set: no --tp-size 8 that would override it."""
+    args = {"model-path": "/models/m", "config": "/etc/sglang/server.yaml"}
+    assert topology_defaults(args, "pcie", 8, config) == {
+        "model-path": "/models/m", "config": "/etc/sglang/server.yaml", "disable-custom-all-reduce": True}
+
+
+def test_c14_config_file_disable_custom_all_reduce_is_kept():
+    """C14: so is any other flag the file sets."""
+    assert topology_defaults({"model-path": "/m"}, "pcie", 8, "disable-custom-all-reduce: false\n") == {
+        "model-path": "/m", "tp-size": 8}
+
+
+@pytest.mark.parametrize("facts", [
+    {"gpus": [{"index": i, "mig_mode": "Enabled"} for i in range(8)], "gpu_count": 8},          # C16
+    {"gpus": [{"index": i} for i in range(7)], "gpu_count": 7,                                   # C17
+     "lost_gpus": [{"pci_bus_id": "0000:BA:00.0", "error": "Unknown Error", "source": "nvidia-smi"}]},
+    {"gpus": [], "gpu_count": 8, "gpu_error": {"kind": "driver_library_mismatch", "message": "x"}},  # C18
+])
+def test_c16_c17_c18_no_tp_from_a_gpu_set_that_cannot_run_it(facts):
+    """C16/C17/C18: never tp 8 over MIG slices, tp 7 around a lost GPU, or a tp from a host whose NVML fails."""
+    result = topology_defaults({"model-path": "/m"}, "pcie", facts["gpu_count"], None, facts)
+    assert result == {"model-path": "/m", "disable-custom-all-reduce": True}
+
+
+def test_topology_defaults_healthy_facts_keep_the_tp():
+    facts = {"gpus": [{"index": i, "mig_mode": "Disabled"} for i in range(8)], "gpu_count": 8, "lost_gpus": [],
+             "gpu_error": None}
+    assert topology_defaults({"model-path": "/m"}, "nvlink", 8, None, facts) == {"model-path": "/m", "tp-size": 8}
+
+
+def test_invalid_environment_refuses_a_path_list_where_one_directory_is_expected():
+    """C23: CUDA_HOME=':/usr/local/cuda-13.0' (export CUDA_HOME=$CUDA_HOME:/usr/local/cuda-13.0 with CUDA_HOME unset)
+    is refused, adopted or written, naming the variable and the rule but never the value."""
+    env = {'CUDA_HOME': ':/usr/local/cuda-13.0', 'HF_HOME': 'relative/hub', 'TRITON_PTXAS_PATH': '/usr/local/cuda-13.0/bin/ptxas',
+           'LD_LIBRARY_PATH': '/usr/local/cuda-13.0/lib64:', 'PATH': '/root/ml-env/bin:/usr/bin', 'HOME': ''}
+    assert sa.invalid_environment(env) == ['CUDA_HOME', 'HF_HOME']
+    reasons = sa.invalid_environment(env, reasons=True)
+    assert reasons == ['CUDA_HOME: must be one absolute path (no ":" and no relative path)',
+                       'HF_HOME: must be one absolute path (no ":" and no relative path)']
+    assert not any('cuda-13.0' in r for r in reasons)
+    assert sa.invalid_environment({'1BAD': 'x', 'NUM': 1}, reasons=True) == [
+        '1BAD: not a variable name (letters, digits and underscores, not starting with a digit)',
+        'NUM: not a string (quote numbers in YAML, e.g. "1")']

@@ -219,3 +219,45 @@ def test_parse_config_scalars():
 ])
 def test_config_path_of(args, path):
     assert cmdline.config_path_of(args) == path
+
+
+C14_ARGS = {'model-path': '/models/m', 'config': '/etc/sglang/server.yaml'}
+C14_YAML = '---\nhost: 0.0.0.0\nport: 8000\ntp-size: 4\n'
+
+
+def test_c14_config_file_settings_count_as_flags():
+    """C14: the YAML's host, port and tp-size, as text or as a parsed mapping, count exactly as flags."""
+    for config in (C14_YAML, {'host': '0.0.0.0', 'port': 8000, 'tp-size': 4}):
+        assert cmdline.server_settings(C14_ARGS, config) == {'host': '0.0.0.0', 'port': 8000, 'tp': 4, 'dp': 1, 'pp': 1}
+        assert cmdline.gpus_needed(C14_ARGS, config) == 4
+
+
+def test_c14_variant_tensor_parallel_size_in_the_arguments():
+    """C14 variant: tensor-parallel-size in the arguments; the YAML's tp-size is overridden by it, as in SGLang."""
+    args = dict(C14_ARGS, **{'tensor-parallel-size': 4})
+    assert cmdline.gpus_needed(args, 'port: 8000\n') == 4
+    assert cmdline.server_settings(args, 'port: 8000\n')['port'] == 8000
+    assert cmdline.gpus_needed(dict(C14_ARGS, tp=2), C14_YAML) == 2
+
+
+@pytest.mark.parametrize('text, tp', [
+    ('tensor-parallel-size: 4\n', 4),
+    ('tp: 4\n', 4),
+    ('tp-size: "4"\n', 4),
+    ("tp-size: '4'  # comment\n", 4),
+    ('tp-size: 4\r\nport: 8000\r\n', 4),
+    ('tp-size: 2\ntp-size: 4\n', 4),
+    ('dp-size: 2\ntp-size: 2\nenable-dp-attention: true\n', 2),
+    ('dp-size: 2\ntp-size: 2\nenable-dp-attention: false\n', 4),
+    ('dp-size: 2\ntp-size: 2\nenable-dp-attention: null\n', 4),
+    ('data-parallel-size: 2\npipeline-parallel-size: 2\n', 4),
+])
+def test_c14_every_alias_and_yaml_form_in_the_config_file(text, tp):
+    """C14: every alias SGLang accepts, and quoted/commented/CRLF forms of the YAML."""
+    assert cmdline.gpus_needed({'model-path': '/m'}, text) == tp
+
+
+def test_config_values_refuses_other_types():
+    with pytest.raises(TypeError):
+        cmdline.config_values(['port: 1'])
+    assert cmdline.config_values(None) == {}

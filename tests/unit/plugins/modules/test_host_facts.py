@@ -27,14 +27,16 @@ COLLECTIONS_PATH = os.environ.get('ANSIBLE_COLLECTIONS_PATH') or os.path.abspath
 
 FACT_KEYS = {'init', 'python', 'gpus', 'gpu_count', 'driver_version', 'cuda_driver_version', 'interconnect',
              'topology', 'gpu_processes', 'nvidia_smi', 'cuda', 'listeners', 'units', 'supervisor',
-             'servers', 'strays', 'endpoint'}
-INIT_KEYS = {'system', 'pid1', 'pid1_cmdline', 'systemd_booted', 'systemd_version', 'container', 'cron_running'}
+             'servers', 'strays', 'endpoint', 'lost_gpus', 'gpu_error'}
+INIT_KEYS = {'system', 'pid1', 'pid1_cmdline', 'systemd_booted', 'systemd_version', 'container', 'cron_running',
+             'cron'}
+CRON_KEYS = {'daemon', 'reads_cron_d', 'crontabs_dir', 'reboot_marker', 'reboot_marker_exists', 'reboot_marker_persists'}
 PYTHON_KEYS = {'executable', 'exists', 'version', 'prefix', 'base_prefix', 'is_venv', 'bin_dir', 'site_packages',
-               'sitecustomize', 'sglang_version'}
+               'sitecustomize', 'sglang_version', 'pythonpath', 'pythonpath_from'}
 SITECUSTOMIZE_KEYS = {'imported', 'path', 'realpath', 'is_link', 'candidate', 'error'}
 GPU_KEYS = {'index', 'name', 'uuid', 'memory_total_mib', 'memory_used_mib', 'compute_cap', 'driver_version',
-            'pci_bus_id'}
-LISTENER_KEYS = {'proto', 'host', 'port', 'inode', 'pid', 'process'}
+            'pci_bus_id', 'mig_mode', 'mig_devices'}
+LISTENER_KEYS = {'proto', 'host', 'port', 'inode', 'pid', 'process', 'uid', 'user'}
 TOOLKIT_KEYS = {'path', 'realpath', 'version', 'nvcc', 'ptxas'}
 
 needs_ansible = pytest.mark.skipif(not os.path.exists(ANSIBLE), reason='no ansible next to this python')
@@ -85,6 +87,7 @@ def fake_nvidia_smi(tmp_path, query_gpu=None, topo=None, header=None, compute_ap
 def check_shape(facts):
     assert set(facts) == FACT_KEYS
     assert set(facts['init']) == INIT_KEYS
+    assert set(facts['init']['cron']) == CRON_KEYS
     assert set(facts['python']) == PYTHON_KEYS
     assert set(facts['python']['sitecustomize']) == SITECUSTOMIZE_KEYS
     assert facts['init']['system'] in ('systemd', 'other')
@@ -136,7 +139,8 @@ def test_real_run_on_this_machine():
     major_minor = '.'.join(py['version'].split('.')[:2])
     sc = py['sitecustomize']
     candidate = '/usr/lib/python%s/sitecustomize.py' % major_minor
-    assert sc['candidate'] == candidate
+    # a new file would go to the first site directory on sys.path (Debian: /usr/local/lib/python3.X/dist-packages)
+    assert sc['candidate'].endswith('/sitecustomize.py') and os.path.isdir(os.path.dirname(sc['candidate']))
     if os.path.exists(candidate):
         assert sc['imported'] is True
         assert sc['path'] == candidate
@@ -361,7 +365,7 @@ def test_c11_pid1_not_systemd_in_process(monkeypatch, capsys, tmp_path, comm, cm
     assert facts['init']['systemd_booted'] is True
     assert facts['units'] == []
     assert facts['listeners'] == [{'proto': 'tcp', 'host': '127.0.0.1', 'port': 30000, 'inode': 51234,
-                                   'pid': 812, 'process': 'python3'}]
+                                   'pid': 812, 'process': 'python3', 'uid': 0, 'user': 'root'}]
     assert facts['supervisor']['programs'] == ['sglang']
     assert facts['supervisor']['installed'] is True
     assert facts['supervisor']['running'] is False
@@ -409,3 +413,95 @@ def test_probe_endpoint_on_a_closed_port():
     result = probe_endpoint('0.0.0.0', port, 2)
     assert result['listening'] is False and result['health_status'] is None
     assert result['error']
+
+
+def test_server_pythonpath_comes_from_the_server_on_this_interpreter(tmp_path):
+    """C13: the hand-started server runs with PYTHONPATH=/opt/patches; the interpreter is probed with it."""
+    servers = [{'pid': 10, 'executable': '/other/bin/python3', 'env': {'PYTHONPATH': '/elsewhere'}},
+               {'pid': 11, 'executable': '/root/ml-env/bin/python3', 'env': {'PATH': '/usr/bin'}},
+               {'pid': 12, 'executable': '/root/ml-env/bin/python3', 'env': {'PYTHONPATH': '/opt/patches'}}]
+    assert host_facts.server_pythonpath(servers, '/root/ml-env/bin/python3') == ('/opt/patches', 'server pid 12')
+    assert host_facts.server_pythonpath(servers[:2], '/root/ml-env/bin/python3') == (None, None)
+    assert host_facts.server_pythonpath(servers, None) == (None, None)
+
+
+# ---- MIG (C16), lost GPUs (C17), driver/library mismatch (C18): the stand-in nvidia-smi's fault knobs ----
+
+STANDIN_SMI = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'double', 'bin', 'nvidia-smi')
+H200_BUS_IDS = ['00000000:18:00.0', '00000000:2A:00.0', '00000000:3A:00.0', '00000000:5D:00.0',
+                '00000000:9A:00.0', '00000000:BA:00.0', '00000000:CB:00.0', '00000000:DB:00.0']
+
+
+def standin_facts(monkeypatch, capsys, tmp_path, config, driver_gpus=(), driver_version=None):
+    """host_facts in this process with the stand-in nvidia-smi configured by ``config`` and a stand-in
+    /proc/driver/nvidia (``driver_gpus``: its gpus/ entries; ``driver_version``: its version file)."""
+    smi_config = tmp_path / 'smi.json'
+    smi_config.write_text(json.dumps(dict({'profile': 'h200-nvlink', 'bus_ids': H200_BUS_IDS,
+                                           'device_dir': str(tmp_path / 'dev')}, **config)))
+    monkeypatch.setenv('INFEROPS_NVIDIA_SMI_CONFIG', str(smi_config))
+    driver = tmp_path / 'proc' / 'driver' / 'nvidia'
+    (driver / 'gpus').mkdir(parents=True)
+    for bus_id in driver_gpus:
+        (driver / 'gpus' / bus_id).mkdir()
+    if driver_version:
+        (driver / 'version').write_text(driver_version)
+    result = run_in_process(monkeypatch, capsys, tmp_path, {'nvidia_smi': os.path.abspath(STANDIN_SMI)})
+    facts = result['ansible_facts']['inferops_sglang']
+    assert {'lost_gpus', 'gpu_error', 'gpus', 'gpu_count'} <= set(facts)
+    assert all(set(gpu) == GPU_KEYS for gpu in facts['gpus'])
+    warnings = [w if isinstance(w, str) else str(w.get('msg', w)) for w in result.get('warnings', [])]
+    return facts, ' '.join(warnings)
+
+
+def test_c16_mig_mode_and_devices_are_facts(monkeypatch, capsys, tmp_path):
+    """C16: every GPU Enabled, with the MIG devices nvidia-smi -L lists under it."""
+    facts, warnings = standin_facts(monkeypatch, capsys, tmp_path, {'mig': True, 'mig_devices': 2})
+    assert facts['gpu_count'] == 8
+    assert [g['mig_mode'] for g in facts['gpus']] == ['Enabled'] * 8
+    assert [len(g['mig_devices']) for g in facts['gpus']] == [2] * 8
+    assert facts['gpus'][0]['mig_devices'][1]['profile'] == '3g.71gb'
+    assert facts['gpus'][0]['mig_devices'][1]['uuid'].startswith('MIG-')
+    assert facts['lost_gpus'] == [] and facts['gpu_error'] is None
+
+
+def test_healthy_host_reports_mig_disabled(monkeypatch, capsys, tmp_path):
+    facts, warnings = standin_facts(monkeypatch, capsys, tmp_path, {},
+                                    driver_gpus=['0000:' + b[9:].lower() for b in H200_BUS_IDS])
+    assert [g['mig_mode'] for g in facts['gpus']] == ['Disabled'] * 8
+    assert all(g['mig_devices'] == [] for g in facts['gpus'])
+    assert facts['lost_gpus'] == [] and facts['gpu_error'] is None
+    assert facts['interconnect'] == 'nvlink'
+
+
+@pytest.mark.parametrize('rc', [15, 0])
+def test_c17_lost_gpu_is_a_fact(monkeypatch, capsys, tmp_path, rc):
+    """C17: 'Unable to determine the device handle for GPU 0000:BA:00.0' then 7 rows, exit 15 or 0; the driver's
+    /proc/driver/nvidia/gpus lists all 8."""
+    facts, warnings = standin_facts(monkeypatch, capsys, tmp_path, {'lost': [5], 'lost_rc': rc},
+                                    driver_gpus=['0000:' + b[9:].lower() for b in H200_BUS_IDS])
+    assert facts['gpu_count'] == 7
+    assert [g['index'] for g in facts['gpus']] == [0, 1, 2, 3, 4, 6, 7]
+    assert facts['lost_gpus'] == [{'pci_bus_id': '0000:BA:00.0', 'error': 'Unknown Error', 'source': 'nvidia-smi'}]
+    assert '0000:BA:00.0' in warnings
+
+
+def test_c17_gpu_only_the_driver_knows_is_lost(monkeypatch, capsys, tmp_path):
+    """C17: a GPU under /proc/driver/nvidia/gpus without an nvidia-smi row counts as lost too."""
+    facts, warnings = standin_facts(monkeypatch, capsys, tmp_path, {'gpu_count': 7, 'bus_ids': H200_BUS_IDS[:7]},
+                                    driver_gpus=['0000:' + b[9:].lower() for b in H200_BUS_IDS])
+    assert [g['pci_bus_id'] for g in facts['lost_gpus']] == ['0000:DB:00.0']
+    assert facts['lost_gpus'][0]['source'] == 'driver'
+
+
+def test_c18_driver_library_mismatch_is_a_structured_error(monkeypatch, capsys, tmp_path):
+    """C18: nvidia-smi fails with the mismatch; the facts carry the NVML library and kernel module versions."""
+    facts, warnings = standin_facts(
+        monkeypatch, capsys, tmp_path,
+        {'nvml_error': 'Driver/library version mismatch', 'nvml_library_version': '570.195'},
+        driver_version='NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.172.08  Release Build  '
+                       '(dvs-builder@U16-I3-B03-4-3)  Tue Jul  8 17:33:39 UTC 2025\n')
+    assert facts['gpus'] == [] and facts['gpu_count'] == 0
+    assert facts['gpu_error'] == {'kind': 'driver_library_mismatch',
+                                  'message': 'Failed to initialize NVML: Driver/library version mismatch',
+                                  'rc': 18, 'nvml_library_version': '570.195', 'kernel_module_version': '570.172.08'}
+    assert 'Driver/library version mismatch' in warnings

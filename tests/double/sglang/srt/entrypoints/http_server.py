@@ -731,6 +731,22 @@ for _cls, _name in ((RequestException, "RequestException"), (RequestsConnectionE
     _cls.__module__, _cls.__name__, _cls.__qualname__ = "requests.exceptions", _name, _name
 
 
+def nccl_port(sa) -> int:
+    """The port of the schedulers' NCCL rendezvous: ``--nccl-port``, else a free port above ``--port`` (SGLang's
+    ``PortArgs.init_new`` takes ``port + random.randint(100, 1000)`` and probes it; the double takes the first free
+    one from ``port + 100`` so that runs are repeatable)."""
+    if sa.nccl_port:
+        return int(sa.nccl_port)
+    for candidate in range(sa.port + 100, sa.port + 1000):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return candidate
+    raise RuntimeError("no free port between %d and %d for NCCL" % (sa.port + 100, sa.port + 1000))
+
+
 def _is_ipv4(text: str) -> bool:
     try:
         socket.inet_aton(text)
@@ -1101,10 +1117,11 @@ class _Launcher:
         ctx = mp.get_context("spawn")
         readers = []
         if sa.dp_size == 1:
+            opts = {"pdeathsig": True, "nccl_port": nccl_port(sa)}
             for rank in plan_tp_group(sa, 0, None):
                 reader, writer = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=run_scheduler_process,
-                                   args=(sa, rank, self.t0, writer, {"pdeathsig": True}))
+                                   args=(sa, rank, self.t0, writer, opts))
                 proc.start()
                 writer.close()
                 self.procs.append(proc)

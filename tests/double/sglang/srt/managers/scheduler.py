@@ -194,6 +194,42 @@ def acquire_gpu(gpu_id: int) -> int:
     return fd
 
 
+# --------------------------------------------------------------------------- real GPUs (opt-in)
+# Tensors a scheduler keeps for its whole life when SGLANG_DOUBLE_TORCH_DISTRIBUTED=1 (real GPU memory held).
+_HELD: List[Any] = []
+
+
+def torch_all_reduce(server_args, rank: Dict[str, Any], nccl_port: int) -> Dict[str, Any]:
+    """On a real GPU host (opt-in: ``SGLANG_DOUBLE_TORCH_DISTRIBUTED=1``, needs torch with CUDA): what SGLang's
+    ``init_distributed_environment`` does at start-up, reduced to its NCCL part.
+
+    Joins a ``torch.distributed`` NCCL group of the tensor-parallel ranks of this node at
+    ``tcp://127.0.0.1:<nccl_port>`` (SGLang's ``dist_init_method`` without ``--dist-init-addr``), runs one
+    all-reduce of a 4 MiB float32 tensor holding ``rank + 1`` and keeps ``SGLANG_DOUBLE_TORCH_HOLD_GIB`` GiB
+    (default 1) of GPU memory allocated until the process ends, as a loaded model would. NCCL reads its ``NCCL_*``
+    variables from this process's environment (``NCCL_DEBUG=INFO`` logs which it took).
+
+    :returns: {"world_size", "rank", "sum", "expected", "gpu_id"}; ``sum`` equals ``expected`` when NCCL works.
+    """
+    import torch  # pylint: disable=import-outside-toplevel
+    import torch.distributed as dist  # pylint: disable=import-outside-toplevel
+
+    world = server_args.tp_size * server_args.pp_size
+    global_rank = rank["pp_rank"] * server_args.tp_size + rank["tp_rank"]
+    device = torch.device("cuda", rank["gpu_id"])
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:%d" % nccl_port, world_size=world,
+                            rank=global_rank, device_id=device)
+    tensor = torch.full((1 << 20,), float(global_rank + 1), device=device)
+    dist.all_reduce(tensor)
+    torch.cuda.synchronize(device)
+    _HELD.append(tensor)
+    _HELD.append(torch.empty(int(env_float("SGLANG_DOUBLE_TORCH_HOLD_GIB", 1.0) * (1 << 30)), dtype=torch.uint8,
+                             device=device))
+    return {"world_size": world, "rank": global_rank, "sum": float(tensor[0].item()),
+            "expected": float(world * (world + 1) / 2), "gpu_id": rank["gpu_id"]}
+
+
 # --------------------------------------------------------------------------- process body
 def run_scheduler_process(server_args, rank: Dict[str, Any], t0: float, pipe_writer, opts: Dict[str, Any]) -> None:
     spawn_argv = read_cmdline()
@@ -227,6 +263,13 @@ def run_scheduler_process(server_args, rank: Dict[str, Any], t0: float, pipe_wri
         gpu_fd = acquire_gpu(rank["gpu_id"])
         load_seconds = env_float("SGLANG_DOUBLE_LOAD_SECONDS", 3.0)
         logger.info("Init torch distributed begin.")
+        if env_bool("SGLANG_DOUBLE_TORCH_DISTRIBUTED", False):
+            reduced = torch_all_reduce(server_args, rank, int(opts["nccl_port"]))
+            logger.info("NCCL all_reduce over %d ranks: %s (expected %s) on GPU %d",
+                        reduced["world_size"], reduced["sum"], reduced["expected"], reduced["gpu_id"])
+            if reduced["sum"] != reduced["expected"]:
+                raise RuntimeError("NCCL all_reduce returned %s, expected %s" % (reduced["sum"], reduced["expected"]))
+            state["all_reduce"] = reduced
         logger.info("Load weight begin. avail mem=%.2f GB", env_float("SGLANG_DOUBLE_GPU_MEM_GIB", 95.59) - 0.6)
         if env_bool("SGLANG_DOUBLE_REQUIRE_TOOLS", True):
             tools = check_jit_tools()
