@@ -469,3 +469,14 @@ def test_c15_gpu_holder_under_supervisord_never_joins_a_stray(proc):
     found = run(proc)
     assert 160 not in by_main(found)[150]['pids']
     assert found.gpu_holders_unrelated == []
+
+
+def test_discover_says_when_the_environment_cannot_be_read(proc):
+    """C24: root without CAP_SYS_PTRACE cannot read another user's /proc/PID/environ; the entry must say so
+    (env_readable false) instead of passing an empty environment off as the server's, which adoption would copy."""
+    fakes.add_reference_server(proc, main=100)
+    fakes.add_reference_server(proc, main=200, port=30001, gpus=(2,), env={'LANG': 'C'})
+    os.remove(str(proc.root / '100' / 'environ'))   # what a read refused with EACCES looks like to the reader
+    servers = dict((s['main_pid'], s) for s in run(proc).servers)
+    assert servers[100]['env_readable'] is False and servers[100]['env'] == {}
+    assert servers[200]['env_readable'] is True and servers[200]['env'] == {'LANG': 'C'}
