@@ -76,6 +76,11 @@ def service_verdict(manager, baseline, current):
     raise ValueError('unknown service manager %r' % (manager,))
 
 
+# Members that count as schedulers: retitled ones, and multiprocessing spawn children not retitled yet (in the first
+# seconds of a start every scheduler is one; counting them keeps a server that is still starting from looking degraded).
+SCHEDULER_ROLES = ('scheduler', 'spawn_child')
+
+
 def scheduler_shortfall(server, expected):
     """Why a running SGLang server is degraded: fewer scheduler processes than its arguments need.
 
@@ -96,11 +101,16 @@ def scheduler_shortfall(server, expected):
     if not server or expected < 1:
         return ''
     titles = sorted(member.get('title') or '' for member in server.get('members') or []
-                    if member.get('role') == 'scheduler')
+                    if member.get('role') in SCHEDULER_ROLES)
     if len(titles) >= expected:
         return ''
     return 'degraded: %d of %d scheduler processes are running (%s)' % (
         len(titles), expected, ', '.join(titles) if titles else 'none')
+
+
+def scheduler_count(server):
+    """The members of a discovered server that are (or may yet become) scheduler processes: :data:`SCHEDULER_ROLES`."""
+    return len([m for m in (server or {}).get('members') or [] if m.get('role') in SCHEDULER_ROLES])
 
 
 def model_id(models_body, fallback='default'):

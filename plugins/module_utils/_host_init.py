@@ -22,6 +22,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils._procfs import (
     read_proc_pid,
     read_text,
 )
+from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import is_supervisord
 
 CONTAINER_KINDS = ('docker', 'podman', 'lxc', 'containerd', 'other', 'none')
 CRON_DAEMONS = frozenset(('cron', 'crond', 'cronie', 'fcron'))
@@ -134,22 +135,13 @@ def parse_systemctl_version(text):
     return None
 
 
-def cron_running(processes):
-    """True when a cron daemon runs: cron (Debian), crond/cronie (RHEL), fcron, busybox crond.
+def cron_running(processes, proc_root='/proc'):
+    """True when a cron daemon runs: cron (Debian), crond/cronie (RHEL), fcron, busybox crond (the rule of
+    :func:`_cron_kind`, which :func:`detect_cron` uses too).
 
     :param processes: list of {pid, comm, cmdline} (``_procfs.list_processes``).
     """
-    for proc in processes:
-        comm = proc.get('comm') or ''
-        cmdline = proc.get('cmdline') or []
-        if comm in CRON_DAEMONS:
-            return True
-        argv0 = os.path.basename(cmdline[0]) if cmdline else ''
-        if argv0 in CRON_DAEMONS:
-            return True
-        if (comm == 'busybox' or argv0 == 'busybox') and len(cmdline) > 1 and cmdline[1] == 'crond':
-            return True
-    return False
+    return any(_cron_kind(proc, proc_root) for proc in processes)
 
 
 def _cron_kind(proc, proc_root):
@@ -245,14 +237,11 @@ def detect_cron(processes, proc_root='/proc', root_dir='/'):
 
 
 def supervisord_running(processes):
-    """True when a supervisord process runs (started directly or as `python supervisord`).
+    """True when a supervisord process runs (started directly or as `python supervisord`): the rule of
+    ``_supervisors.is_supervisord``.
 
     :param processes: list of {pid, comm, cmdline} (``_procfs.list_processes``).
     """
-    for proc in processes:
-        if proc.get('comm') == 'supervisord':
-            return True
-        for arg in (proc.get('cmdline') or [])[:2]:
-            if os.path.basename(arg) == 'supervisord':
-                return True
-    return False
+    return any(is_supervisord(proc.get('cmdline') or [], proc.get('comm') or '') for proc in processes)
+
+

@@ -210,6 +210,11 @@ def is_secret_env_name(name):
 _URL_PASSWORD_RE = re.compile(r'(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)(?P<password>[^/@\s]+)(?P<tail>@)')
 
 
+def url_passwords(value):
+    """The passwords of every ``scheme://user:password@host`` in ``value`` (a list of str, possibly empty)."""
+    return [match.group('password') for match in _URL_PASSWORD_RE.finditer(str(value))]
+
+
 def redact_url_passwords(value):
     """``value`` with the password of every ``scheme://user:password@host`` in it replaced by the mask.
 

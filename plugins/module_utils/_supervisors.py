@@ -179,6 +179,38 @@ def is_supervisord(argv, comm=''):
     return SUPERVISORD_NAME in names
 
 
+def supervisord_config_path(argv):
+    """The configuration file of a supervisord command line (``-c FILE``, ``-cFILE``, ``--configuration FILE`` or
+    ``--configuration=FILE``), or None when it names none."""
+    argv = list(argv or [])
+    for i, arg in enumerate(argv):
+        if arg in ('-c', '--configuration') and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith('--configuration='):
+            return arg.split('=', 1)[1]
+        if arg.startswith('-c') and len(arg) > 2 and not arg.startswith('--'):
+            return arg[2:]
+    return None
+
+
+def is_collection_config(text):
+    """Whether a supervisord configuration's socket (``file=`` of ``[unix_http_server]``) is the collection's.
+
+    The proof used for a program whose environment cannot be read (another user's process, root without
+    CAP_SYS_PTRACE): its parent supervisord reads the collection's configuration.
+    """
+    section = None
+    for line in (text or '').splitlines():
+        line = line.split(';', 1)[0].strip()
+        if line.startswith('[') and line.endswith(']'):
+            section = line[1:-1].strip()
+            continue
+        key, sep, value = line.partition('=')
+        if sep and section == 'unix_http_server' and key.strip() == 'file' and value.strip() == COLLECTION_SUPERVISOR_SOCKET:
+            return True
+    return False
+
+
 def collection_program(environ):
     """The supervisord program name when ``environ`` is the environment the collection's supervisord gave a
     program it started (``SUPERVISOR_ENABLED=1`` and ``SUPERVISOR_SERVER_URL`` the collection's socket), else None.

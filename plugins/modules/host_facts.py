@@ -777,7 +777,7 @@ class HostFacts(object):
                 version = _host_init.parse_systemctl_version(out)
         init['systemd_version'] = version
         init['container'] = _host_init.detect_container(PROC, RUN, '/')
-        init['cron_running'] = _host_init.cron_running(self.processes)
+        init['cron_running'] = _host_init.cron_running(self.processes, PROC)
         init['cron'] = _host_init.detect_cron(self.processes, PROC, '/')
         return init
 
@@ -1052,21 +1052,21 @@ def server_facts(module, unit):
 def server_pythonpath(servers, python):
     """The ``PYTHONPATH`` of the running SGLang server that uses the interpreter ``python``.
 
-    :param servers: the discovered servers (dicts with ``executable`` and ``env``), managed ones and strays.
+    :param servers: the discovered servers (dicts with ``main_pid``, ``executable`` and ``env``), managed ones and
+        strays.
     :param python: the interpreter path the facts probe (as given).
     :returns: ``(pythonpath, 'server pid N')`` of the first such server whose environment sets a non-empty
-        ``PYTHONPATH``, else ``(None, None)``. Interpreters are compared as given and with symlinks resolved.
+        ``PYTHONPATH``, else ``(None, None)``. Interpreters are compared as given, not symlink-resolved: every venv on
+        one base interpreter resolves to the same file, and another venv's server says nothing about this one.
     """
     if not python:
         return None, None
-    wanted = set([python, os.path.realpath(python)])
     for server in servers or []:
-        executable = server.get('executable')
-        if not executable or not (set([executable, os.path.realpath(executable)]) & wanted):
+        if server.get('executable') != python:
             continue
         value = (server.get('env') or {}).get('PYTHONPATH')
         if value:
-            return value, 'server pid %s' % server.get('pid')
+            return value, 'server pid %s' % server.get('main_pid')
     return None, None
 
 

@@ -105,6 +105,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import url_passwords
 
 PACKAGE_MANAGERS = (('apt', 'apt-get'), ('dnf', 'dnf'), ('yum', 'yum'), ('zypper', 'zypper'), ('apk', 'apk'))
 # What the creating interpreter and a venv's interpreter can do, without importing anything heavy.
@@ -230,6 +231,10 @@ def main():
         ),
         supports_check_mode=True,
     )
+    # An index or proxy URL in pip_args may carry a password (https://user:TOKEN@host/...): Ansible masks it wherever
+    # the module's output or its logged arguments would show it.
+    for arg in module.params['pip_args']:
+        module.no_log_values.update(url_passwords(arg))
     for key in ('python', 'venv'):
         if not os.path.isabs(module.params[key]):
             module.fail_json(msg='%s must be an absolute path, not %r.' % (key, module.params[key]))

@@ -401,7 +401,7 @@ class Gate(object):
         server = next((s for s in found.servers if s.get('main_pid') == pid), None)
         if server is None:
             return ''
-        self.result['schedulers'] = len([m for m in server.get('members') or [] if m.get('role') == 'scheduler'])
+        self.result['schedulers'] = _health.scheduler_count(server)
         return _health.scheduler_shortfall(server, self.p['schedulers'])
 
     # -- the endpoint -------------------------------------------------------------------------

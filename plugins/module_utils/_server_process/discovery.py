@@ -44,7 +44,9 @@ from ansible_collections.inferops.sglang.plugins.module_utils._secrets import (
 )
 from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import (
     collection_program,
+    is_collection_config,
     is_supervisord,
+    supervisord_config_path,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process.cmdline import (
     CANDIDATE,
@@ -331,7 +333,10 @@ class _Discoverer(object):
         is the parent of a process whose environment supervisord gave it as a program of the collection's
         supervisord (``_supervisors.collection_program``: its socket's URL). A worker re-parented to PID 1 is
         judged by the leader of its process group: supervisord puts each program in a process group of its own.
-        A copied environment without that parent, or another supervisord, proves nothing.
+        A copied environment without that parent, or another supervisord, proves nothing. Where the child's
+        environment cannot be read (a program run as another user, root without CAP_SYS_PTRACE), the parent
+        supervisord's own configuration file (``-c FILE``, readable by root) must name the collection's socket;
+        the program name is then ''.
         """
         if pid in self._supervision:
             return self._supervision[pid]
@@ -342,7 +347,11 @@ class _Discoverer(object):
             chain = [start] + ancestors(self.snap.parent_of, start)
             for child, parent in zip(chain, chain[1:]):
                 if parent in self.stat and is_supervisord(self.snap.argv_of(parent), self.stat[parent].comm):
-                    program = collection_program(self.snap.environ(child))
+                    environ = self.snap.environ(child)
+                    if environ is not None:
+                        program = collection_program(environ)
+                    else:
+                        program = '' if self.collection_supervisord(parent) else None
                     if program is not None:
                         found = (parent, program)
                     break
@@ -350,6 +359,16 @@ class _Discoverer(object):
                 break
         self._supervision[pid] = found
         return found
+
+    def collection_supervisord(self, pid):
+        """Whether the supervisord ``pid`` reads the collection's configuration (its socket), from its -c file."""
+        path = supervisord_config_path(self.snap.argv_of(pid))
+        if not path:
+            return False
+        if not path.startswith('/'):
+            cwd = self.snap.cwd(pid)
+            path = os.path.join(cwd, path) if cwd else path
+        return is_collection_config(self.snap.source.read_text(path))
 
     def manager_of(self, group):
         """managed_by of a group: the systemd unit (a member in the unit's cgroup), else the collection's

@@ -106,5 +106,8 @@ def test_scheduler_shortfall_counts_scheduler_members():
     assert scheduler_shortfall(None, 4) == ''
     assert scheduler_shortfall(server, 0) == ''
     assert scheduler_shortfall({'members': []}, 1) == 'degraded: 0 of 1 scheduler processes are running (none)'
+    # a server still starting: spawn children not retitled yet count (never a false 'degraded')
+    starting = {'members': [{'role': 'server'}] + [{'role': 'spawn_child', 'title': 'python3 -c from multiprocessing.spawn'}] * 4}
+    assert scheduler_shortfall(starting, 4) == ''
     with pytest.raises(ValueError):
         scheduler_shortfall(server, 'many')

@@ -480,3 +480,23 @@ def test_discover_says_when_the_environment_cannot_be_read(proc):
     servers = dict((s['main_pid'], s) for s in run(proc).servers)
     assert servers[100]['env_readable'] is False and servers[100]['env'] == {}
     assert servers[200]['env_readable'] is True and servers[200]['env'] == {'LANG': 'C'}
+
+
+@pytest.mark.parametrize('config_text, managed', [
+    ('[unix_http_server]\nfile=/run/inferops-sglang-supervisor.sock\nchmod=0700\n', True),
+    ('[unix_http_server]\nfile = /run/supervisor.sock ; the distribution\'s\n', False),
+    (None, False),                               # no such file
+])
+def test_c15_c24_program_of_another_user_judged_by_its_supervisords_configuration(proc, tmp_path, config_text, managed):
+    """C15 with C24: the program runs as another user and root without CAP_SYS_PTRACE cannot read its environment;
+    the parent supervisord's -c file (root's, readable) names the collection's socket, or the server is a stray."""
+    conf = tmp_path / 'supervisord.conf'
+    if config_text is not None:
+        conf.write_text(config_text)
+    fakes.add_supervisord(proc, 50, argv=fakes.SUPERVISORD[:2] + ['-c', str(conf)])
+    add_supervised_server(proc, 50, main=100)
+    os.remove(str(proc.root / '100' / 'environ'))
+    server = by_main(run(proc))[100]
+    assert server['managed'] is managed and server['env_readable'] is False
+    if managed:
+        assert server['managed_by'] == {'manager': 'supervisord', 'supervisord_pid': 50, 'program': '', 'unit': None}

@@ -13,6 +13,7 @@ import os
 import pytest
 
 from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils.fake_files import write
+from ansible_collections.inferops.sglang.plugins.module_utils import _supervisors
 from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import (
     find_supervisor_configs,
     find_unit_files,
@@ -136,3 +137,21 @@ def test_collection_program():
     assert collection_program(dict(env, SUPERVISOR_SERVER_URL='unix:///var/run/supervisor.sock')) is None
     assert collection_program(dict(env, SUPERVISOR_ENABLED='0')) is None
     assert collection_program(None) is None
+
+
+@pytest.mark.parametrize('argv, path', [
+    (['supervisord', '-c', '/etc/a.conf'], '/etc/a.conf'),
+    (['python3', '/opt/x/bin/supervisord', '-c/etc/b.conf'], '/etc/b.conf'),
+    (['supervisord', '--configuration', 'c.conf'], 'c.conf'),
+    (['supervisord', '--configuration=/etc/d.conf', '-n'], '/etc/d.conf'),
+    (['supervisord', '-n'], None),
+])
+def test_supervisord_config_path(argv, path):
+    assert _supervisors.supervisord_config_path(argv) == path
+
+
+def test_is_collection_config_reads_the_unix_http_server_socket():
+    assert _supervisors.is_collection_config('[unix_http_server]\nfile=/run/inferops-sglang-supervisor.sock\n')
+    assert not _supervisors.is_collection_config('[supervisorctl]\nfile=/run/inferops-sglang-supervisor.sock\n')
+    assert not _supervisors.is_collection_config('[unix_http_server]\nfile=/run/supervisor.sock\n')
+    assert not _supervisors.is_collection_config(None)

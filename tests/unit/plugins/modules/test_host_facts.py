@@ -417,9 +417,9 @@ def test_probe_endpoint_on_a_closed_port():
 
 def test_server_pythonpath_comes_from_the_server_on_this_interpreter(tmp_path):
     """C13: the hand-started server runs with PYTHONPATH=/opt/patches; the interpreter is probed with it."""
-    servers = [{'pid': 10, 'executable': '/other/bin/python3', 'env': {'PYTHONPATH': '/elsewhere'}},
-               {'pid': 11, 'executable': '/root/ml-env/bin/python3', 'env': {'PATH': '/usr/bin'}},
-               {'pid': 12, 'executable': '/root/ml-env/bin/python3', 'env': {'PYTHONPATH': '/opt/patches'}}]
+    servers = [{'main_pid': 10, 'executable': '/other/bin/python3', 'env': {'PYTHONPATH': '/elsewhere'}},
+               {'main_pid': 11, 'executable': '/root/ml-env/bin/python3', 'env': {'PATH': '/usr/bin'}},
+               {'main_pid': 12, 'executable': '/root/ml-env/bin/python3', 'env': {'PYTHONPATH': '/opt/patches'}}]
     assert host_facts.server_pythonpath(servers, '/root/ml-env/bin/python3') == ('/opt/patches', 'server pid 12')
     assert host_facts.server_pythonpath(servers[:2], '/root/ml-env/bin/python3') == (None, None)
     assert host_facts.server_pythonpath(servers, None) == (None, None)

@@ -63,3 +63,12 @@ def test_a_half_built_venv_is_rebuilt_and_a_second_run_changes_nothing(monkeypat
 def test_relative_paths_are_refused(monkeypatch, capsys):
     result = run(monkeypatch, capsys, {'python': 'python3', 'venv': 'venv', 'requirement': 'supervisor==4.3.0'})
     assert result['failed'] is True and 'absolute path' in result['msg']
+
+
+def test_a_password_in_pip_args_never_reaches_the_output(monkeypatch, capsys, tmp_path):
+    """pip_args may hold an index or proxy URL with a password: a failure shows neither it nor the argv with it."""
+    args = {'python': sys.executable, 'venv': str(tmp_path / 'v'), 'requirement': 'no-such-package-inferops==1.0',
+            'pip_args': ['--no-index', '--find-links', str(tmp_path), '--proxy', 'http://svc:s3cr3t-pw@proxy.invalid:3128']}
+    result = run(monkeypatch, capsys, args)
+    assert result['failed'] is True
+    assert 's3cr3t-pw' not in json.dumps(result)
