@@ -243,5 +243,3 @@ def supervisord_running(processes):
     :param processes: list of {pid, comm, cmdline} (``_procfs.list_processes``).
     """
     return any(is_supervisord(proc.get('cmdline') or [], proc.get('comm') or '') for proc in processes)
-
-
