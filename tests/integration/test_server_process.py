@@ -420,6 +420,24 @@ def shell_quote(text):
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
+def kill_all_and_remove_cgroup(host, cgroup):
+    """End every process of the scenario's PID namespace but its init, then remove the cgroup they were in."""
+    for pid in host.pids():
+        if pid != 1:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        host.reap()
+        try:
+            os.rmdir(cgroup)
+            break
+        except OSError:
+            time.sleep(0.05)
+
+
 def make_unit_cgroup(unit):
     """Create <hierarchy>/system.slice/<unit> in a writable systemd-ish hierarchy; return its path."""
     for root in CGROUP_ROOTS:
@@ -462,20 +480,7 @@ def scenario_managed(host):
             'unit': unit, 'exclude_pids': [kept], 'gpu_device_glob': host.workdir + '/gpu-*/*', 'grace_period': 5})
         report['alive_after_stop'] = host.alive_of(report['managed'] + report['stray'] + report['kept'])
     finally:
-        for pid in host.pids():
-            if pid != 1:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            host.reap()
-            try:
-                os.rmdir(cgroup)
-                break
-            except OSError:
-                time.sleep(0.05)
+        kill_all_and_remove_cgroup(host, cgroup)
     return report
 
 
@@ -593,20 +598,7 @@ def scenario_stuck(host):
     finally:
         with open(os.path.join(cgroup, 'freezer.state'), 'w') as f:
             f.write('THAWED')
-        for pid in host.pids():
-            if pid != 1:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            host.reap()
-            try:
-                os.rmdir(cgroup)
-                break
-            except OSError:
-                time.sleep(0.05)
+        kill_all_and_remove_cgroup(host, cgroup)
     return report
 
 
