@@ -54,9 +54,15 @@ for s in $STAGES; do
       stage changelog-lint sh -c 'antsibull-changelog lint && antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml'
       ;;
     sanity)
-      # ansible-test on a copy of the tree under build/ansible-test/ansible_collections/inferops/sglang, with --venv.
+      # ansible-test on a copy of the tree under build/ansible-test/ansible_collections/inferops/sglang, with --venv:
+      # the .venv's ansible-core (2.19), then the oldest and the newest line meta/runtime.yml claims, each from its own
+      # venv under .cache/ansible-core (scripts/ansible-test.sh --core). Every claimed line: scripts/ansible-matrix.sh.
       stage ansible-test-sanity bash scripts/ansible-test.sh sanity
       stage ansible-test-units bash scripts/ansible-test.sh units
+      for core in 2.16 2.21; do
+        stage "ansible-test-sanity-$core" bash scripts/ansible-test.sh --core "$core" sanity
+        stage "ansible-test-units-$core" bash scripts/ansible-test.sh --core "$core" units
+      done
       ;;
     docs)
       stage docs-build bash scripts/build-docs.sh

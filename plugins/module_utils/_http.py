@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """The one HTTP client of the collection's modules, and the address a local probe uses.
@@ -22,6 +22,7 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import inspect
 import ipaddress
 import json
 import socket
@@ -29,7 +30,6 @@ import ssl
 import time
 
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
-from ansible.module_utils.six import binary_type, text_type
 from ansible.module_utils.six.moves import http_client
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
@@ -45,6 +45,8 @@ AUTH_REFUSED = 'the key was refused'
 # Everything that means "no HTTP answer" (HTTPError, a subclass of URLError, is caught before these).
 NO_ANSWER = (URLError, OSError, socket.error, socket.timeout, http_client.HTTPException, UrlsConnectionError,
              ValueError)
+# Reading the body of an HTTP error answer: the error may have no body to read, or the connection breaks.
+BODY_UNREADABLE = (AttributeError,) + NO_ANSWER
 
 
 def probe_host(bind_host):
@@ -197,6 +199,9 @@ class Response(object):
 
 # TLS contexts by (validate_certs, ca_path): building one loads the CA store (tens of ms), and a module polls.
 _CONTEXTS = {}
+# Request.open() takes a ready TLS context from ansible-core 2.17 on; 2.16 builds one per request from
+# validate_certs and ca_path (the same verification, only slower).
+_OPEN_TAKES_CONTEXT = 'context' in inspect.signature(Request.open).parameters
 
 
 def _context(validate_certs, ca_path):
@@ -248,7 +253,7 @@ def request(url, method='GET', body=None, headers=None, timeout=30, validate_cer
     all_headers = dict(headers or {})
     data = None
     if body is not None:
-        data = to_bytes(body) if isinstance(body, (binary_type, text_type)) else to_bytes(json.dumps(body))
+        data = to_bytes(body) if isinstance(body, (bytes, str)) else to_bytes(json.dumps(body))
         if not any(name.lower() == 'content-type' for name in all_headers):
             all_headers['Content-Type'] = 'application/json'
     if bearer_token:
@@ -262,14 +267,15 @@ def request(url, method='GET', body=None, headers=None, timeout=30, validate_cer
     try:
         # ansible-core's open_url is Request().open() with a fresh TLS context each call; this reuses one.
         # No ~/.netrc: its Basic credentials would replace the bearer token.
+        reuse = {'context': context} if _OPEN_TAKES_CONTEXT else {}
         answer = Request().open(method, url, data=data, headers=all_headers, timeout=timeout, use_proxy=proxied,
-                                validate_certs=validate_certs, ca_path=ca_path, use_netrc=False, context=context)
+                                validate_certs=validate_certs, ca_path=ca_path, use_netrc=False, **reuse)
         status, raw = answer.getcode(), answer.read()
     except HTTPError as exc:
         status = exc.code
         try:
             raw = exc.read()
-        except (AttributeError,) + NO_ANSWER:
+        except BODY_UNREADABLE:
             raw = b''
     except NO_ANSWER as exc:
         return Response(None, '', time.time() - started, _why(exc), tls=_is_tls_failure(exc), proxied=proxied)

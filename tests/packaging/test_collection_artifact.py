@@ -22,9 +22,9 @@ with open(os.path.join(ROOT, "galaxy.yml")) as _handle:
 TARBALL = os.path.join(BUILD, "%s-%s-%s.tar.gz" % (GALAXY["namespace"], GALAXY["name"], GALAXY["version"]))
 
 # Top-level entries a published collection of ours may hold; anything else is development material.
-ALLOWED_TOP = {"MANIFEST.json", "FILES.json", "README.md", "changelogs", "meta", "playbooks", "plugins", "roles",
-               "inventory", "site.yml"}
-FORBIDDEN_TOP = {"tests", "extensions", ".ci", "scripts", "benchmarks", "docs", "build", ".config", ".venv",
+ALLOWED_TOP = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHANGELOG.rst", "changelogs", "meta",
+               "playbooks", "plugins", "roles", "inventory", "site.yml", "docs"}
+FORBIDDEN_TOP = {"tests", "extensions", ".ci", "scripts", "benchmarks", "build", ".config", ".venv",
                  ".cache", ".git", "requirements-dev.txt", ".ansible-lint", ".gitignore"}
 
 
@@ -67,8 +67,9 @@ def test_tarball_has_no_development_material():
 
 def test_tarball_has_the_collection():
     names = set(members())
-    for required in ("MANIFEST.json", "FILES.json", "README.md", "meta/runtime.yml", "meta/execution-environment.yml",
-                     "meta/ee-requirements.txt", "playbooks/site.yml", "changelogs/changelog.yaml"):
+    for required in ("MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHANGELOG.rst", "meta/runtime.yml",
+                     "meta/execution-environment.yml", "meta/ee-requirements.txt", "meta/ee/execution-environment.yml",
+                     "meta/ee/requirements.yml", "playbooks/site.yml", "changelogs/changelog.yaml"):
         assert required in names, required
     for top in ("plugins", "roles", "playbooks"):
         missing = [path for path in shipped_sources(top) if path not in names]
@@ -82,9 +83,19 @@ def test_manifest_says_what_galaxy_yml_says():
     expected = (GALAXY["namespace"], GALAXY["name"], GALAXY["version"])
     assert (info["namespace"], info["name"], info["version"]) == expected
     assert info["license"] == ["GPL-3.0-or-later"]
-    assert info["dependencies"] == {}
+    assert info["dependencies"] == (GALAXY.get("dependencies") or {})
     with open(os.path.join(INSTALLED, "MANIFEST.json")) as handle:
         assert json.load(handle) == manifest, "build/collections does not hold this tarball"
+
+
+def test_tarball_carries_the_gpl3_text():
+    """galaxy.yml says GPL-3.0-or-later and every file header points to the license text: the tarball has it whole."""
+    with tarfile.open(TARBALL) as tar:
+        text = tar.extractfile("LICENSE").read().decode("utf-8")
+    with open(os.path.join(ROOT, "LICENSE"), encoding="utf-8") as handle:
+        assert text == handle.read()
+    assert text.lstrip().startswith("GNU GENERAL PUBLIC LICENSE\n                       Version 3, 29 June 2007")
+    assert "END OF TERMS AND CONDITIONS" in text and "How to Apply These Terms to Your New Programs" in text
 
 
 def test_ansible_resolves_the_installed_copy():
@@ -107,3 +118,13 @@ def test_installed_playbook_and_roles_load():
     """The playbook the molecule scenarios import (inferops.sglang.site) parses from the installed copy."""
     out = run("ansible-playbook", "inferops.sglang.site", "--syntax-check", "-i", os.path.join(ROOT, "inventory", "demo"))
     assert "playbook: " in out and os.path.realpath(INSTALLED) in os.path.realpath(out.split("playbook: ", 1)[1].strip())
+
+
+def test_tarball_ships_the_operator_guides_and_nothing_else_of_docs():
+    """The guides under docs/docsite/ go with the collection (docs.ansible.com and `ansible-doc` users read them);
+    the docs build's configuration (docs/conf.py, ...) does not."""
+    names = members()
+    docs = sorted(n for n in names if n == "docs" or n.startswith("docs/"))
+    shipped = set(shipped_sources(os.path.join("docs", "docsite")))
+    assert shipped and shipped <= set(docs), sorted(shipped - set(docs))
+    assert [n for n in docs if n not in shipped and n not in ("docs", "docs/docsite", "docs/docsite/rst")] == []

@@ -1,11 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
 # PRIVATE: this module_utils is private to the inferops.sglang collection; it can change at any time.
 """What the server_process and server_process_info modules do; the module files only map Ansible
 parameters and results onto :func:`info` and :func:`absent`.
+
+The package _server_process holds their machinery, one concern per file: cmdline (what a command line is),
+discovery (the servers of a host), stop (signalling safely), release (GPU and port waits) and this module (the glue
+both modules share). Its __init__.py stays empty (ansible-test sanity's empty-init on ansible-core 2.16).
 
 The options both modules share are declared once here (:data:`SHARED_ARGUMENT_SPEC`) and documented
 once (the doc fragment ``inferops.sglang._server_process``).
