@@ -32,3 +32,7 @@ docker exec "$name" systemctl --no-pager status sglang.service | head -n 12 || t
 docker exec "$name" sh -c 'echo "enabled: $(systemctl is-enabled sglang.service)"'
 docker exec "$name" python3 -c "import urllib.request; print('GET /health ->', urllib.request.urlopen('http://127.0.0.1:30000/health', timeout=30).status)"
 echo "deployment record: $name:/root/production_v2.md  (docker exec $name cat /root/production_v2.md)"
+echo "== run the play again by hand (in a new shell; on this converged host nothing changes):"
+echo "  cd $INFEROPS_REPO && . .venv/bin/activate && export ANSIBLE_COLLECTIONS_PATH=$ANSIBLE_COLLECTIONS_PATH"
+echo "  ansible-playbook -i inventory/demo site.yml"
+echo "remove the demo target: docker rm -f $name"

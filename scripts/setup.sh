@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Install what the demo and the tests need on a Debian 12 machine, as root, idempotently:
-# Debian's docker.io, debootstrap and shellcheck (ansible-test sanity runs it), a pinned venv in .venv, the
-# collections community.docker, ansible.posix and community.general taken from the `ansible` wheel on PyPI (Galaxy is
-# not needed), this collection linked into the venv, a running dockerd, and the base image of the test containers.
+# debootstrap, python3-venv and shellcheck (ansible-test sanity runs it) from Debian; a docker engine (the one that is
+# installed, Docker CE's docker-ce or Debian's docker.io, is used as it is; Debian's docker.io is installed only where
+# there is none; no package is ever removed); a pinned venv in .venv, the collections community.docker, ansible.posix
+# and community.general taken from the `ansible` wheel on PyPI (Galaxy is not needed), this collection linked into the
+# venv, a running dockerd, and the base image of the test containers.
 # Source it (`. scripts/setup.sh`) to get PATH and the variables below.
 set -euo pipefail
 INFEROPS_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,13 +17,25 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 [ "$(id -u)" = 0 ] || { echo "run as root (it installs Debian packages and starts dockerd)" >&2; exit 1; }
 
 need_pkgs=()
-for p in docker.io debootstrap python3-venv shellcheck; do
+for p in debootstrap python3-venv shellcheck; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need_pkgs+=("$p")
 done
+# Docker: use what is installed. Installing docker.io beside Docker CE would make apt remove docker-ce and containerd.io.
+docker_pkgs="$(dpkg-query -W -f='${Package} ${Status}\n' docker-ce docker-ce-cli docker.io moby-engine containerd.io 2>/dev/null \
+  | awk '/install ok installed/ {print $1}' | xargs || true)"
+if command -v docker >/dev/null 2>&1; then
+  log "using the installed docker: $(command -v docker)${docker_pkgs:+ (packages: $docker_pkgs)}"
+elif [ -n "$docker_pkgs" ]; then
+  log "docker packages are installed ($docker_pkgs) but there is no docker command: install the docker CLI from the" \
+      "same source (docker-ce-cli for Docker CE) and run again. Nothing was installed or removed."
+  exit 1
+else
+  need_pkgs+=(docker.io)
+fi
 if ((${#need_pkgs[@]})); then
   log "installing Debian packages: ${need_pkgs[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-remove "${need_pkgs[@]}" >/dev/null
 fi
 
 if ! docker info >/dev/null 2>&1; then
@@ -29,6 +43,7 @@ if ! docker info >/dev/null 2>&1; then
     systemctl start docker || true
   fi
   if ! docker info >/dev/null 2>&1; then
+    command -v dockerd >/dev/null || { log "docker does not answer (docker info) and there is no dockerd to start"; exit 1; }
     log "starting dockerd"
     mkdir -p /var/log
     nohup dockerd >/var/log/inferops-dockerd.log 2>&1 &
@@ -37,7 +52,11 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { log "dockerd did not start; see /var/log/inferops-dockerd.log"; exit 1; }
 fi
 
-stamp="$(sha256sum "$INFEROPS_REPO/requirements-dev.txt" "$INFEROPS_REPO/scripts/setup.sh" | sha256sum | cut -c1-16)"
+# The venv's recipe: a change of requirements-dev.txt, of the ansible wheel or of the collections taken from it rebuilds
+# the venv (other edits of this script do not).
+WHEEL_COLLECTIONS="community/docker ansible/posix community/general"
+stamp="$(printf '%s\n' "venv-recipe 2" "$ANSIBLE_WHEEL_VERSION" "$WHEEL_COLLECTIONS" \
+  | cat - "$INFEROPS_REPO/requirements-dev.txt" | sha256sum | cut -c1-16)"
 if [ "$(cat "$VENV/.inferops-stamp" 2>/dev/null)" != "$stamp" ]; then
   log "creating $VENV"
   rm -rf "$VENV"
@@ -52,11 +71,10 @@ if [ "$(cat "$VENV/.inferops-stamp" 2>/dev/null)" != "$stamp" ]; then
     wheel="$(cached_wheel)"
   fi
   site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-  "$VENV/bin/python" - "$wheel" "$site" <<'PY'
+  "$VENV/bin/python" - "$wheel" "$site" "$WHEEL_COLLECTIONS" <<'PY'
 import sys, zipfile
-wheel, site = sys.argv[1:]
-keep = ("ansible_collections/community/docker/", "ansible_collections/ansible/posix/",
-        "ansible_collections/community/general/")
+wheel, site, names = sys.argv[1:]
+keep = tuple("ansible_collections/%s/" % name for name in names.split())
 with zipfile.ZipFile(wheel) as zf:
     zf.extractall(site, [n for n in zf.namelist() if n.startswith(keep)])
 PY
@@ -85,4 +103,6 @@ bash "$INFEROPS_REPO/tests/images/build-base.sh" >&2
 export PATH="$VENV/bin:$PATH"
 export ANSIBLE_COLLECTIONS_PATH="$site"
 export ANSIBLE_FORCE_COLOR="${ANSIBLE_FORCE_COLOR:-false}"
-log "ready: $("$VENV/bin/ansible" --version | head -n1)"
+# The whole output first: `ansible --version | head -n1` ends ansible with a broken pipe (a traceback on stderr).
+ansible_version="$("$VENV/bin/ansible" --version)"
+log "ready: ${ansible_version%%$'\n'*}"

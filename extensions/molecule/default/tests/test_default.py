@@ -39,8 +39,9 @@ print(json.dumps(out))
 
 
 def reference_args():
+    """The reference arguments as the service runs them: inventory/demo writes tp-size for the hand-started --tp."""
     tokens = shlex.split(open(os.path.join(REF, "launch_command.txt")).read())
-    return tokens[tokens.index("sglang.launch_server") + 1:]
+    return ["--tp-size" if t == "--tp" else t for t in tokens[tokens.index("sglang.launch_server") + 1:]]
 
 
 def processes(host):
