@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Pure helpers for rolling a configuration across a fleet of SGLang servers.
 
@@ -117,6 +117,11 @@ def worker_url(host, port, url=None, scheme='http'):
     return _http.base_url(host, port, scheme)
 
 
+# The results after which the rollout goes on: a healthy cutover, an unchanged server, a host of a later batch, and
+# in check mode (--check) what a real run would do (adopt a hand-started server, start or restart the service).
+ROLLOUT_GOES_ON = ('deployed', 'unchanged', 'not started', 'would_adopt', 'would_start', 'would_restart')
+
+
 def summary_rows(order, batches, results, failures):
     """One row per planned host for the fleet summary.
 
@@ -124,7 +129,9 @@ def summary_rows(order, batches, results, failures):
     :param batches: the plan's batches (host lists).
     :param results: dict host -> the cutover's summary dict (hosts that got that far).
     :param failures: dict host -> {'msg', 'task'} for hosts that failed (at any step).
-    :returns: list of dicts with ``host``, ``batch`` (1-based), ``result`` and the cutover's fields.
+    :returns: list of dicts with ``host``, ``batch`` (1-based), ``result``, ``ok`` (bool: the rollout goes on after
+        this host, see ``ROLLOUT_GOES_ON``; in check mode ``result`` is ``would_adopt``, ``would_start`` or
+        ``would_restart`` for a host a real run would change) and the cutover's fields.
         A host with neither a result nor a failure is ``not started`` when no host of its batch or a later
         batch has a result or failure, else ``failed`` (it left the play without a recorded cause).
     """
@@ -151,5 +158,6 @@ def summary_rows(order, batches, results, failures):
             row['failure'] = 'left the play without a recorded cause (see the play output)'
         else:
             row['result'] = 'not started'
+        row['ok'] = row.get('result') in ROLLOUT_GOES_ON and not failure
         rows.append(row)
     return rows

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
 # PRIVATE: this module_utils is private to the inferops.sglang collection; it can change at any time.
@@ -111,6 +111,38 @@ def scheduler_shortfall(server, expected):
 def scheduler_count(server):
     """The members of a discovered server that are (or may yet become) scheduler processes: :data:`SCHEDULER_ROLES`."""
     return len([m for m in (server or {}).get('members') or [] if m.get('role') in SCHEDULER_ROLES])
+
+
+def progress_line(result, budget):
+    """One line for a person watching a long load: what the gate saw last, and the seconds spent of the budget.
+
+    SGLang opens its port only after every scheduler loaded the weights, then answers ``/health`` with 503 until
+    its warm-up generation passed; so a closed port means "loading the model" and a 503 "warming up".
+
+    :param result: the gate's result dict (``state``, ``phase``, ``reason``, ``elapsed`` in seconds,
+        ``last_status``, ``smoke_latencies``, ``service`` - the systemd properties or the supervisord status).
+    :param budget: the gate's whole budget in seconds (int or float).
+    :returns: str, for example ``'loading the model (pid 4242 running, port not open yet), 40 s of 600 s'`` or
+        ``'ready: /health ok, 3 chat completions ok, 12 s of 600 s'``.
+    """
+    reason = result.get('reason') or ''
+    state = result.get('state')
+    if state == 'ready':
+        smoke = len(result.get('smoke_latencies') or [])
+        what = 'ready: /health ok' + (', %d chat completion%s ok' % (smoke, '' if smoke == 1 else 's') if smoke else '')
+    elif state == 'failed':
+        what = 'failed: %s' % reason
+    elif result.get('phase') == 'tcp':
+        service = result.get('service') or {}
+        pid = service.get('MainPID') or service.get('pid')
+        what = 'loading the model (%sport not open yet)' % ('pid %s running, ' % pid if pid else '')
+    elif result.get('last_status') == 200:
+        what = '/health ok, generation not yet (%s)' % reason
+    elif result.get('last_status') is None:
+        what = 'listening, no answer to /health yet (%s)' % reason
+    else:
+        what = 'listening, warming up (%s)' % reason
+    return '%s, %.0f s of %.0f s' % (what, float(result.get('elapsed') or 0), float(budget))
 
 
 def model_id(models_body, fallback='default'):

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import (absolute_import, division, print_function)
@@ -25,8 +25,8 @@ description:
     lines of its log (C(journalctl -u) or the program's log file). With O(interval) = 1 s, a crash during
     the load is reported about a second after it happens.
   - One call waits at most O(round_seconds) seconds and returns RV(state=waiting) if the server is not ready
-    yet, so a task can call it in an C(until) loop and Ansible shows each round (a 10-minute load does not look like a
-    hang). The overall budget is O(budget) seconds from O(started_at); progress (first TCP accept, first
+    yet, so a task can call it round after round and show each round's RV(progress) (a 10-minute load does not look
+    like a hang). The overall budget is O(budget) seconds from O(started_at); progress (first TCP accept, first
     healthy answer) is kept between calls in O(progress_file).
   - Nodes of rank >= 1 of a multi-node replica answer C(/health) with a dummy 200 (SGLang's
     C(http_server.py)); gate rank 0 only.
@@ -250,6 +250,17 @@ reason:
   returned: always
   type: str
   sample: the key was refused (GET /v1/models answered 401)
+progress:
+  description:
+    - "One line for a person watching the load - what the gate saw last and the seconds spent of O(budget), for
+      example C(loading the model (pid 4242 running, port not open yet), 40 s of 600 s),
+      C(listening, warming up (GET /health answered 503), 95 s of 600 s) or
+      C(ready: /health ok, 3 chat completions ok, 130 s of 600 s)."
+    - A closed port means the model is still loading (SGLang opens the port only after every scheduler loaded the
+      weights); a C(/health) answer of 503 means SGLang's warm-up generation has not passed yet.
+  returned: always
+  type: str
+  sample: loading the model (pid 4242 running, port not open yet), 40 s of 600 s
 elapsed:
   description: Seconds since O(started_at).
   returned: always
@@ -558,6 +569,7 @@ def main():
     gate = Gate(module)
     result = gate.run()
     gate.save_progress()
+    result['progress'] = _health.progress_line(result, p['budget'])
     if result['state'] == 'failed':
         module.fail_json(msg='SGLang on port %d is not healthy: %s' % (p['port'], result['reason']),
                          changed=False, **result)

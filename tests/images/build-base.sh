@@ -16,7 +16,8 @@ mirror="$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources
 mirror="${mirror:-http://deb.debian.org/debian}"
 root="$(mktemp -d /var/tmp/inferops-rootfs.XXXXXX)"
 trap 'rm -rf "$root"' EXIT
-packages=systemd,systemd-sysv,dbus,python3,python3-venv,procps,iproute2,libpam-systemd
+# sudo: the scenario secure connects as an unprivileged user that escalates with sudo (become).
+packages=systemd,systemd-sysv,dbus,python3,python3-venv,procps,iproute2,libpam-systemd,sudo
 echo "debootstrap bookworm from $mirror into $root"
 debootstrap --variant=minbase --include="$packages" bookworm "$root" "$mirror" >"$root.log" 2>&1 \
   || { tail -n 30 "$root.log"; exit 1; }

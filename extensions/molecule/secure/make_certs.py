@@ -1,5 +1,5 @@
 # Copyright (c) inferops.sglang developers
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """make_certs.py DIR HOST...: a test CA (DIR/ca.pem) and, per host, DIR/HOST.crt and DIR/HOST.key valid for the
 host's name, localhost and 127.0.0.1 (the collection probes a server on loopback). Uses `cryptography` (a

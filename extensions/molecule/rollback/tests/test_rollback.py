@@ -23,14 +23,15 @@ RECORD = "/root/production_v2.md"
 GROUP_VARS = os.path.join(REPO, "inventory", "demo", "group_vars", "sglang_servers.yml")
 
 
-def site(tmp_path, extra, verbose=False):
-    """Run site.yml against the scenario's host with extra variables; return (rc, output, seconds)."""
+def site(tmp_path, extra, verbose=False, options=()):
+    """Run site.yml against the scenario's host with extra variables (and options, e.g. --check); return (rc, output,
+    seconds)."""
     extra_file = tmp_path / "extra.json"
     extra_file.write_text(json.dumps(extra))
     started = time.time()
     proc = subprocess.run(
         ["ansible-playbook", "-i", INVENTORY, os.path.join(REPO, "site.yml"), "-e", "@%s" % extra_file]
-        + (["-vvv"] if verbose else []),
+        + (["-vvv"] if verbose else []) + list(options),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, timeout=900,
         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"), check=False,
     )
@@ -65,6 +66,29 @@ def unit_text(host):
     return host.file("/etc/systemd/system/%s" % UNIT).content_string
 
 
+def host_state(host):
+    """What a run may change: the unit's main pid, the checksums of every file the collection writes, the pids of the
+    SGLang processes."""
+    sums = host.check_output("sh -c %s", "find /etc/systemd/system/%s /etc/sglang /var/lib/inferops-sglang %s "
+                                         "/usr/lib/python3.11/sitecustomize.py /etc/python3.11/sitecustomize.py "
+                                         "-type f -exec sha256sum {} + 2>/dev/null | sort" % (UNIT, RECORD))
+    pids = sorted(p.pid for p in host.process.filter(user="root")
+                  if p.args.startswith("sglang::") or "sglang.launch_server" in p.args)
+    return main_pid(host), sums, pids
+
+
+def changed_tasks(out):
+    """Names of the tasks that reported changed (in check mode: would change) in an ansible-playbook output."""
+    names = []
+    task = None
+    for line in out.splitlines():
+        if line.startswith(("TASK [", "RUNNING HANDLER [")):
+            task = line.split("[", 1)[1].rsplit("]", 1)[0]
+        elif line.startswith("changed: ["):
+            names.append(task)
+    return names
+
+
 @pytest.fixture(name="serving")
 def fixture_serving(host):
     """Every case starts from the known-good configuration serving."""
@@ -75,6 +99,35 @@ def fixture_serving(host):
 
 @pytest.mark.parametrize("host", HOSTS, indirect=True)
 class TestRollback:
+    def test_check_mode_on_a_one_flag_change_changes_nothing_and_says_what_would_happen(self, host, serving, tmp_path):
+        """Field case C22: --check --diff on a converged host with one changed flag neither fails nor changes the host
+        (the server is not restarted, no file written, no record), and says what a real run would do: the unit's diff,
+        the argument change, the restart and the gate; the fleet summary says would_restart, not deployed.
+        --tags sglang_service shows the unit's diff and nothing else would change."""
+        args = dict(reference_args(), **{"mem-fraction-static": 0.85})
+        before = host_state(host)
+        # The converged configuration (the inventory's environment) with one flag changed.
+        rc, out, dummy = site(tmp_path, {"service_server_args": args}, options=["--check", "--diff"])
+        assert rc == 0, out[-4000:]
+        assert re.search(r"sglang-host\s*:.* failed=0 ", out), out[-2000:]
+        assert host_state(host) == before, "the check run changed the host"
+        assert "-    --mem-fraction-static 0.88" in out and "+    --mem-fraction-static 0.85" in out, "no unit diff"
+        assert '"cutover": "sglang.service (systemd): would restart"' in out, out[-6000:]
+        assert re.search(r'"mem-fraction-static": \{\s*"new": "?0.85"?,\s*"old": "?0.88"?', out), "no argument diff"
+        assert "restart sglang.service and gate it on" in out
+        assert "would restart (check mode: nothing was stopped, started or gated" in out
+        assert "| sglang-host | 1 | would_restart |" in out
+        assert "is healthy on" not in out and "| deployed |" not in out
+
+        rc, out, dummy = site(tmp_path, {"service_server_args": args}, options=["--check", "--diff", "--tags", "sglang_service"])
+        assert rc == 0, out[-4000:]
+        assert "+    --mem-fraction-static 0.85" in out
+        # No failure either, rescued or not (the cutover's argument validation runs on every tag).
+        assert re.search(r"sglang-host\s*:.* failed=0 .* rescued=0 ", out) and "fatal:" not in out, out[-3000:]
+        assert changed_tasks(out) == ["inferops.sglang.service : Render the systemd unit"], changed_tasks(out)
+        assert "inferops.sglang.cutover : Decide" not in out and "inferops.sglang.cuda_env : Render" not in out
+        assert host_state(host) == before
+
     def test_unknown_flag_is_caught_before_anything_changes(self, host, serving, tmp_path):
         before_unit = unit_text(host)
         args = dict(reference_args(), **{"no-such-flag": 3})

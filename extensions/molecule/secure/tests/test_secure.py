@@ -128,6 +128,32 @@ def loadgen_key():
     sh(ROUTER, "umask 077 && cat > /root/.loadgen-key <<'EOF'\n%s\nEOF" % API_KEY)
 
 
+class TestTheConnection:
+    """Issue 13: converge connected as the account deploy (no rights but sudo with a password, made by prepare) and
+    escalated with sudo; nothing of the collection needed a root login. The first tests of the module: the sudo log
+    holds converge and idempotence only (later tests run site.yml as deploy too)."""
+
+    @pytest.mark.parametrize("container", [ROUTER] + SERVERS)
+    def test_the_plays_connected_as_deploy_and_escalated_with_sudo(self, container):
+        assert sh(container, "id -nG deploy").split() == ["deploy"]
+        # Ansible's temporary directory lies in the home of the user it connected as; prepare connected as root.
+        assert sh(container, "stat -c '%U %a' /home/deploy/.ansible/tmp").strip() == "deploy 700"
+        assert sh(container, "stat -c '%U %a' /var/log/sudo.log").strip() == "root 600"
+        log = sh(container, "cat /var/log/sudo.log")
+        escalated = [line for line in log.splitlines()
+                     if re.search(r" : deploy : .*; USER=root ; COMMAND=/bin/sh -c '?echo BECOME-SUCCESS-", line)]
+        # converge and idempotence: every task that touched the host (dozens), each through sudo.
+        assert len(escalated) > 20, log[-3000:]
+        assert "incorrect password" not in log
+
+    @pytest.mark.parametrize("container", [ROUTER] + SERVERS)
+    def test_no_key_reached_sudos_log(self, container):
+        """A secret the collection passes through the task's environment or a command line would be logged by sudo
+        (and be on sudo's command line while the task runs)."""
+        log = sh(container, "cat /var/log/sudo.log")
+        assert not [s for s in SECRETS if s in log]
+
+
 class TestHowTheServersRun:
     @pytest.mark.parametrize("container", SERVERS)
     def test_the_server_runs_as_sglang_and_answers_only_with_the_key(self, container):

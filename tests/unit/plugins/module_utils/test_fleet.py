@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import (absolute_import, division, print_function)
@@ -109,5 +109,34 @@ def test_summary_rows_failure_before_cutover_and_silent_loss():
     assert [r['result'] for r in rows] == ['unchanged', 'failed', 'deployed', 'not started']
     rows = f.summary_rows(['a', 'b'], [['a'], ['b']], {}, {'a': {'msg': 'pre-flight: no GPUs', 'task': 'Check'}})
     assert rows[0] == {'host': 'a', 'batch': 1, 'result': 'failed', 'failure': 'pre-flight: no GPUs',
-                       'failed_task': 'Check'}
+                       'failed_task': 'Check', 'ok': False}
     assert rows[1]['result'] == 'not started'
+
+
+def test_summary_rows_check_mode_lets_the_rollout_go_on():
+    """C22: in check mode (--check) a host a real run would change is 'would_adopt', 'would_start' or 'would_restart',
+    never 'deployed'; the rollout goes on after it (ok), as after 'unchanged', and stops after a failure."""
+    batches = [['a'], ['b', 'c'], ['d', 'e']]
+    results = {
+        'a': {'result': 'would_adopt', 'action': 'start', 'check_mode': True},
+        'b': {'result': 'would_restart', 'action': 'restart', 'check_mode': True,
+              'args_diff': {'changed': {'chunked-prefill-size': {'old': 8192, 'new': 4096}}}},
+        'c': {'result': 'unchanged', 'action': 'none', 'check_mode': True},
+        'd': {'result': 'would_start', 'action': 'start', 'check_mode': True},
+        'e': {'result': 'degraded', 'action': 'none', 'check_mode': True},
+    }
+    failures = {'e': {'msg': 'The running server is degraded', 'task': 'Fail the host'}}
+    rows = f.summary_rows(['a', 'b', 'c', 'd', 'e'], batches, results, failures)
+    assert [(r['result'], r['ok']) for r in rows] == [
+        ('would_adopt', True), ('would_restart', True), ('unchanged', True), ('would_start', True), ('degraded', False)]
+    assert rows[1]['args_diff']['changed'] == {'chunked-prefill-size': {'old': 8192, 'new': 4096}}
+
+
+def test_summary_rows_ok_only_where_the_rollout_goes_on():
+    """The one rule the end of a batch reads (rows whose ok is false stop the rollout)."""
+    rows = f.summary_rows(['a', 'b', 'c', 'd', 'e'], [['a', 'b', 'c'], ['d'], ['e']],
+                          {'a': {'result': 'deployed'}, 'b': {'result': 'rolled_back'}, 'c': {'result': 'stopped'},
+                           'd': {'result': 'unchanged'}},
+                          {'b': {'msg': 'gate', 'task': 'Gate'}, 'c': {'msg': 'gate', 'task': 'Gate'}})
+    assert [(r['result'], r['ok']) for r in rows] == [
+        ('deployed', True), ('rolled_back', False), ('stopped', False), ('unchanged', True), ('not started', True)]

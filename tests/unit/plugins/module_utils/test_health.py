@@ -1,5 +1,8 @@
 """Pure parts of the health gate."""
 
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
 import json
 
 import pytest
@@ -111,3 +114,34 @@ def test_scheduler_shortfall_counts_scheduler_members():
     assert scheduler_shortfall(starting, 4) == ''
     with pytest.raises(ValueError):
         scheduler_shortfall(server, 'many')
+
+
+def _gate_result(**fields):
+    result = {'state': 'waiting', 'phase': 'tcp', 'reason': '', 'elapsed': 40.4, 'last_status': None,
+              'smoke_latencies': [], 'service': {}}
+    result.update(fields)
+    return result
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({}, 'loading the model (port not open yet), 40 s of 600 s'),
+    ({'service': {'MainPID': 4242, 'ActiveState': 'active'}},
+     'loading the model (pid 4242 running, port not open yet), 40 s of 600 s'),
+    ({'service': {'state': 'RUNNING', 'pid': 77}}, 'loading the model (pid 77 running, port not open yet), 40 s of 600 s'),
+    ({'phase': 'health', 'reason': 'GET /health got no answer: timed out'},
+     'listening, no answer to /health yet (GET /health got no answer: timed out), 40 s of 600 s'),
+    ({'phase': 'health', 'last_status': 503, 'reason': 'GET /health answered 503'},
+     'listening, warming up (GET /health answered 503), 40 s of 600 s'),
+    ({'phase': 'health', 'last_status': 200, 'reason': 'smoke request 1 of 3 failed: HTTP 500'},
+     '/health ok, generation not yet (smoke request 1 of 3 failed: HTTP 500), 40 s of 600 s'),
+    ({'state': 'ready', 'phase': 'ready', 'last_status': 200, 'smoke_latencies': [0.2, 0.1, 0.1], 'elapsed': 3.3},
+     'ready: /health ok, 3 chat completions ok, 3 s of 600 s'),
+    ({'state': 'ready', 'phase': 'ready', 'last_status': 200, 'elapsed': 3.3}, 'ready: /health ok, 3 s of 600 s'),
+    ({'state': 'ready', 'phase': 'ready', 'smoke_latencies': [0.2], 'elapsed': 3.3},
+     'ready: /health ok, 1 chat completion ok, 3 s of 600 s'),
+    ({'state': 'failed', 'phase': 'health', 'reason': 'the server exited (ActiveState=failed)', 'elapsed': 61},
+     'failed: the server exited (ActiveState=failed), 61 s of 600 s'),
+])
+def test_progress_line_says_what_the_gate_saw_and_the_time_spent(fields, expected):
+    """Item 7 (a ten-minute load): one line a person can read per round instead of Ansible's retry counter."""
+    assert _health.progress_line(_gate_result(**fields), 600) == expected

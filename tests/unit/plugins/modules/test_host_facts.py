@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.inferops.sglang.tests.unit.plugins.modules.module_args import patch_module_args
 from ansible_collections.inferops.sglang.plugins.module_utils import _host_init, _nvidia_smi
 from ansible_collections.inferops.sglang.plugins.modules import host_facts
 

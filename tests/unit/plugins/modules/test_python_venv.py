@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests of modules/python_venv.py: the route to pip, and real venvs (field case C20)."""
 
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.inferops.sglang.tests.unit.plugins.modules.module_args import patch_module_args
 from ansible_collections.inferops.sglang.plugins.modules import python_venv
 
 WHEELS = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '.cache', 'wheels'))

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """inferops.sglang.router_worker's main() against local stand-ins of sglang-router 0.3.2's worker API and of an
 SGLang worker (tests/unit/plugins/module_utils/http_servers.py): the three keys, TLS, the scheme, a proxy in the
@@ -15,7 +15,7 @@ import time
 import pytest
 import yaml
 
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.inferops.sglang.tests.unit.plugins.modules.module_args import patch_module_args
 from ansible_collections.inferops.sglang.plugins.modules import router_worker
 from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils import http_servers as servers
 

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """Unit tests for inferops.sglang.server_args_check.
@@ -23,7 +23,7 @@ import pytest
 
 from ansible.module_utils import basic
 from ansible.module_utils.common import warnings as ansible_warnings
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.inferops.sglang.tests.unit.plugins.modules.module_args import patch_module_args
 
 from ansible_collections.inferops.sglang.plugins.modules import server_args_check
 
@@ -94,7 +94,8 @@ class FailJson(Exception):
 
 @pytest.fixture(autouse=True)
 def capture_exits(monkeypatch):
-    monkeypatch.setattr(ansible_warnings, '_global_warnings', {})
+    # Empty, of the type this ansible-core keeps them in (a dict from 2.19 on, a list before).
+    monkeypatch.setattr(ansible_warnings, '_global_warnings', type(ansible_warnings._global_warnings)())
 
     def exit_json(self, **kwargs):
         kwargs['warnings'] = list(ansible_warnings.get_warning_messages())

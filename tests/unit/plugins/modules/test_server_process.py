@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Module-level tests of inferops.sglang.server_process: documentation against argument_spec, and the
 module's main() on a fake /proc in check mode (nothing real is signalled here; real process trees are
@@ -16,7 +16,7 @@ import os
 import pytest
 import yaml
 
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.inferops.sglang.tests.unit.plugins.modules.module_args import patch_module_args
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import module as sp_module
 from ansible_collections.inferops.sglang.plugins.modules import server_process, server_process_info
 from ansible_collections.inferops.sglang.tests.unit.plugins.module_utils import server_process_fakes as helpers

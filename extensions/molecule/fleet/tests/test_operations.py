@@ -1,0 +1,225 @@
+"""Verify the operator playbooks on the fleet scenario: status, restart and rollback (issue 13).
+
+They run after test_fleet.py (which leaves the canary fleet-w3 on mem-fraction-static 0.83 and the others on 0.85),
+each as an operator would: ``ansible-playbook inferops.sglang.<name> -i <molecule inventory>`` with the collection
+from ANSIBLE_COLLECTIONS_PATH.
+"""
+
+import json
+import os
+import re
+import subprocess
+import time
+
+from test_fleet import (INVENTORY, REPO, ROUTER, SERVERS, SUMMARY_DIR, WORKERS, flag, main_argv, main_pid,
+                        router_workers, sh, started_at)
+
+KNOWN_GOOD = "/var/lib/inferops-sglang/known-good"
+HISTORY = "/var/lib/inferops-sglang/history"
+COLUMNS = ["host", "sglang", "args digest", "health", "router", "known-good age"]
+
+
+def playbook(name, *args, timeout=900):
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", INVENTORY, "inferops.sglang.%s" % name] + list(args),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, timeout=timeout, check=False,
+        env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+                 MOLECULE_EPHEMERAL_DIRECTORY=os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]),
+    )
+    return proc.returncode, proc.stdout
+
+
+def recap(out):
+    """host -> {ok, changed, failed, ...} from the PLAY RECAP."""
+    counts = {}
+    for line in out[out.rindex("PLAY RECAP"):].splitlines()[1:]:
+        match = re.match(r"^(\S+)\s+:\s+(ok=.*)$", line)
+        if match:
+            counts[match.group(1)] = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", match.group(2)))
+    return counts
+
+
+def status_table(out):
+    """The lines of the table the status playbook printed (the debug message of the fleet role)."""
+    blocks = re.findall(r'"msg": \[\n(.*?)\n\s*\]', out, re.S)
+    tables = [[json.loads(line.strip().rstrip(",")) for line in block.splitlines()] for block in blocks
+              if "args digest" in block]
+    assert len(tables) == 1, out[-3000:]
+    return tables[0]
+
+
+def table_rows(lines):
+    header = re.split(r"\s{2,}", lines[1])
+    assert header == COLUMNS, lines
+    assert set(lines[2].replace(" ", "")) == {"-"}, lines
+    return dict((cells[0], dict(zip(COLUMNS, cells))) for cells in (re.split(r"\s{2,}", line) for line in lines[3:]))
+
+
+def argv_of(name):
+    """The running server's argv (main_argv ends with the empty word after the last NUL)."""
+    argv = main_argv(name)
+    return argv[:-1] if argv and argv[-1] == "" else argv
+
+
+def server_args(name):
+    """The running server's own arguments (after the module), as the facts read them."""
+    argv = argv_of(name)
+    return argv[argv.index("sglang.launch_server") + 1:] if "sglang.launch_server" in argv else argv
+
+
+def manifest(name, path=KNOWN_GOOD):
+    return json.loads(sh(name, "cat %s/manifest.json" % path))
+
+
+def history(name):
+    return sorted(sh(name, "ls %s 2>/dev/null || true" % HISTORY).split())
+
+
+def start_load():
+    sh(ROUTER, "rm -f /tmp/loadgen.stop /root/loadgen.json; setsid nohup python3 /opt/loadgen.py "
+               "--url http://127.0.0.1:30000 --out /root/loadgen.json --concurrency 4 --max-seconds 600 "
+               "--max-requests 50000 --stop-file /tmp/loadgen.stop > /root/loadgen.log 2>&1 < /dev/null &")
+    time.sleep(2)
+
+
+def stop_load():
+    sh(ROUTER, "touch /tmp/loadgen.stop")
+    for dummy in range(60):
+        load = json.loads(sh(ROUTER, "cat /root/loadgen.json"))
+        if not load["running"]:
+            return load
+        time.sleep(1)
+    raise AssertionError("the load generator did not stop")
+
+
+def assert_serving():
+    workers = router_workers()
+    for name in WORKERS + ["fleet-r0"]:
+        assert workers.get("http://%s:30000" % name) is True, workers
+    assert "http://fleet-r1:30000" not in workers
+    for name in SERVERS:
+        assert sh(name, "systemctl is-active sglang.service").strip() == "active"
+
+
+def test_status_prints_one_table_and_changes_nothing():
+    """status.yml: one table (host, version, digest, health, router, known-good age), changed=0, --check too."""
+    pids = dict((name, main_pid(name)) for name in SERVERS)
+    rc, out = playbook("status")
+    assert rc == 0, out[-3000:]
+    lines = status_table(out)
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "status-table.txt"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    assert lines[0].startswith("fleet sglang_servers: 6 servers, "), lines
+    rows = table_rows(lines)
+    assert sorted(rows) == sorted(SERVERS), lines
+    version = sh("fleet-w1", "/root/ml-env/bin/python3 -c \"import importlib.metadata as m; print(m.version('sglang'))\"").strip()
+    args = dict((name, server_args(name)) for name in SERVERS)
+    for name, row in rows.items():
+        assert row["sglang"] == version, row
+        assert re.match(r"^[0-9a-f]{12}$", row["args digest"]), row
+        assert row["health"] == "healthy", row
+        assert re.match(r"^\d+[smhd]( \d+[smh])?$", row["known-good age"]), row
+        assert row["router"] == ("not routed (node rank 1)" if name == "fleet-r1" else "in, healthy"), row
+        for other in SERVERS:
+            # The same arguments give the same digest, other arguments another one.
+            assert (rows[other]["args digest"] == row["args digest"]) == (args[other] == args[name]), (name, other)
+    assert rows["fleet-w1"]["args digest"] == rows["fleet-w2"]["args digest"]
+    counts = recap(out)
+    assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), counts
+
+    rc, out = playbook("status", "--check")
+    assert rc == 0, out[-3000:]
+    assert sorted(table_rows(status_table(out))) == sorted(SERVERS)
+    assert all(c["changed"] == 0 for c in recap(out).values()), recap(out)
+    assert dict((name, main_pid(name)) for name in SERVERS) == pids
+
+
+def test_restart_rolls_every_server_canary_first():
+    """restart.yml: every server restarted (new pid) through the router and the gate, canary first, no change."""
+    before = dict((name, main_pid(name)) for name in SERVERS)
+    argv_before = dict((name, server_args(name)) for name in SERVERS)
+    history_before = dict((name, history(name)) for name in SERVERS)
+    start_load()
+    rc, out = playbook("restart")
+    load = stop_load()
+    assert rc == 0, out[-3000:]
+    after = dict((name, main_pid(name)) for name in SERVERS)
+    assert all(after[name] != before[name] for name in SERVERS), (before, after)
+    assert dict((name, server_args(name)) for name in SERVERS) == argv_before
+    # Nothing new became known-good (a restart is no configuration change).
+    assert dict((name, history(name)) for name in SERVERS) == history_before
+    assert_serving()
+    latest = json.load(open(os.path.join(SUMMARY_DIR, "latest.json")))
+    assert latest["status"] == "complete", latest
+    assert latest["plan"]["batches"][0] == ["fleet-w3"]
+    for row in latest["hosts"]:
+        assert row["action"] == "restart" and row["result"] == "deployed", row
+        assert row["time_to_healthy_s"] > 0, row
+        assert row["args_diff"]["changed"] == {} and row["args_diff"]["added"] == {}, row
+    starts = dict((name, started_at(name)) for name in SERVERS)
+    assert all(starts["fleet-w3"] <= starts[n] for n in SERVERS), starts
+    assert load["failed"] == 0, load["failures"]
+    assert load["ok"] >= 20, load
+
+
+def test_rollback_to_an_unknown_entry_changes_nothing():
+    """rollback.yml with an entry that does not exist: fails before anything changes, listing the entries."""
+    pid = main_pid("fleet-w2")
+    entries = history("fleet-w2")
+    rc, out = playbook("rollback", "--limit", "fleet-w2", "-e", "inferops_sglang_rollback_to=20200101T000000000000Z")
+    assert rc != 0, out[-3000:]
+    text = " ".join(out.split())
+    assert "There is no known-good history entry '20200101T000000000000Z'" in text, out[-3000:]
+    assert "available: %s." % ", ".join(["current"] + sorted(entries, reverse=True)) in text, out[-3000:]
+    assert main_pid("fleet-w2") == pid
+    assert router_workers().get("http://fleet-w2:30000") is True
+
+
+def test_rollback_to_the_current_known_good():
+    """rollback.yml without an entry: the current known-good files back (a local edit undone), restarted, gated."""
+    name = "fleet-w3"
+    good = manifest(name)
+    sh(name, "echo SGLANG_OPERATOR_EDIT=1 >> /etc/sglang/sglang.env")
+    pid = main_pid(name)
+    start_load()
+    rc, out = playbook("rollback", "--limit", name)
+    load = stop_load()
+    assert rc == 0, out[-3000:]
+    assert main_pid(name) != pid
+    assert "SGLANG_OPERATOR_EDIT" not in sh(name, "cat /etc/sglang/sglang.env")
+    assert "SGLANG_OPERATOR_EDIT" not in sh(name, "tr '\\0' '\\n' < /proc/%d/environ" % main_pid(name))
+    assert argv_of(name) == good["command"]
+    assert manifest(name)["saved_at"] == good["saved_at"]
+    assert_serving()
+    latest = json.load(open(os.path.join(SUMMARY_DIR, "latest.json")))
+    assert [row["host"] for row in latest["hosts"]] == [name] and latest["hosts"][0]["result"] == "deployed"
+    assert load["failed"] == 0, load["failures"]
+
+
+def test_rollback_to_a_history_entry():
+    """rollback.yml -e inferops_sglang_rollback_to=<entry>: that configuration runs and becomes the known-good one."""
+    name = "fleet-w2"
+    entries = history(name)
+    assert entries, "no history on %s" % name
+    entry = entries[0]
+    wanted = manifest(name, "%s/%s" % (HISTORY, entry))
+    current = manifest(name)
+    assert flag(wanted["command"], "--mem-fraction-static") != flag(current["command"], "--mem-fraction-static")
+    pid = main_pid(name)
+    start_load()
+    rc, out = playbook("rollback", "--limit", name, "-e", "inferops_sglang_rollback_to=%s" % entry)
+    load = stop_load()
+    assert rc == 0, out[-3000:]
+    assert main_pid(name) != pid
+    assert argv_of(name) == wanted["command"]
+    now_good = manifest(name)
+    assert now_good["command"] == wanted["command"] and now_good["saved_at"] > current["saved_at"]
+    # The configuration it replaced went to history.
+    assert len(history(name)) == min(len(entries) + 1, 5)
+    assert_serving()
+    latest = json.load(open(os.path.join(SUMMARY_DIR, "latest.json")))
+    row = latest["hosts"][0]
+    assert row["host"] == name and row["result"] == "deployed", row
+    assert row["args_diff"]["changed"]["mem-fraction-static"] == {
+        "old": flag(current["command"], "--mem-fraction-static"), "new": flag(wanted["command"], "--mem-fraction-static")}
+    assert load["failed"] == 0, load["failures"]

@@ -1,0 +1,192 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Pure helpers of the operator playbooks (rollback, restart, status).
+
+- ``known_good_entry``: which known-good configuration a rollback puts back (the current one or a history entry).
+- ``status_rows`` and ``text_table``: the status table of a fleet (one row per server).
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import calendar
+import hashlib
+import json
+import time
+
+from ansible_collections.inferops.sglang.plugins.module_utils._server_args import argv_to_args
+
+CURRENT = 'current'
+
+
+def _entry_name(path):
+    return str(path).rstrip('/').rsplit('/', 1)[-1]
+
+
+def known_good_entry(requested, current, history):
+    """The known-good configuration to roll back to.
+
+    :param requested: '' or None or ``'current'`` for the current known-good configuration; else the name of a
+        history entry (the directory name under ``history/``, e.g. ``20261201T031500123456Z``) or its full path.
+    :param current: the known_good role's output ``inferops_sglang_known_good`` (``exists``, ``dir``,
+        ``history_dir``).
+    :param history: paths (or names) of the history entries, any order.
+    :returns: dict ``name`` (``'current'`` or the entry's name), ``dir`` (its directory on the host; None when not
+        found), ``current`` (bool), ``available`` (``'current'`` when there is one, then the history entries,
+        newest first) and ``error`` - empty when found, else why not (there is no current known-good configuration
+        and it was asked for, or no history entry has the name asked for), naming the entries there are.
+    """
+    current = current or {}
+    history_dir = current.get('history_dir') or ''
+    entries = dict((_entry_name(path), path if '/' in str(path) else '%s/%s' % (history_dir, path))
+                   for path in history or [])
+    names = sorted(entries, reverse=True)
+    available = ([CURRENT] if current.get('exists') else []) + names
+    listing = ', '.join(available) if available else 'none - run the site playbook first'
+    wanted = _entry_name(requested) if requested not in (None, '') else CURRENT
+    result = {'name': wanted, 'dir': None, 'current': wanted == CURRENT, 'available': available, 'error': ''}
+    if wanted == CURRENT:
+        if current.get('exists'):
+            result['dir'] = current.get('dir')
+        else:
+            result['error'] = ('There is no current known-good configuration in %s to roll back to; available: %s.'
+                               % (current.get('dir') or 'the known-good directory', listing))
+    elif wanted in entries:
+        result['dir'] = entries[wanted]
+    else:
+        result['error'] = ('There is no known-good history entry %r in %s; available: %s. Set '
+                           'inferops_sglang_rollback_to to one of them, or leave it empty for the current one.'
+                           % (str(requested), history_dir or 'the history directory', listing))
+    return result
+
+
+def args_digest(args):
+    """A short digest of server arguments: the same arguments give the same digest on every host.
+
+    :param args: argv words (a list, as ``servers[].args`` of the facts) or a mapping (as from ``argv_to_args``).
+    :returns: the first 12 hex digits of the SHA-256 of the arguments as JSON (flags with ``_`` read as ``-``,
+        sorted, values as text), or ``'-'`` for none (``None``).
+    """
+    if args is None:
+        return '-'
+    mapping = argv_to_args(args) if isinstance(args, (list, tuple)) else dict(args)
+    normal = dict((str(k).replace('_', '-'), v if isinstance(v, (list, bool)) else str(v)) for k, v in mapping.items())
+    text = json.dumps(normal, sort_keys=True, separators=(',', ':'))
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]
+
+
+def age_text(seconds):
+    """``seconds`` as a short age: ``42s``, ``7m 3s``, ``5h 12m``, ``2d 3h``; ``'-'`` for None or a negative age."""
+    if seconds is None or seconds < 0:
+        return '-'
+    seconds = int(seconds)
+    for unit, size, sub, sub_size in (('d', 86400, 'h', 3600), ('h', 3600, 'm', 60), ('m', 60, 's', 1)):
+        if seconds >= size:
+            return '%d%s %d%s' % (seconds // size, unit, (seconds % size) // sub_size, sub)
+    return '%ds' % seconds
+
+
+def _epoch(utc_text):
+    """``2026-12-01T03:15:00Z`` -> epoch seconds; None when it does not parse."""
+    try:
+        return calendar.timegm(time.strptime(str(utc_text), '%Y-%m-%dT%H:%M:%SZ'))
+    except (TypeError, ValueError):
+        return None
+
+
+def _running_server(facts, port):
+    servers = list((facts or {}).get('servers') or [])
+    managed = [s for s in servers if s.get('managed')]
+    on_port = [s for s in servers if port is not None and s.get('port') == port]
+    for choice in (managed, on_port, servers):
+        if choice:
+            return choice[0]
+    return None
+
+
+def _health_text(health):
+    if not health:
+        return 'not probed'
+    if health.get('state') == 'ready':
+        return 'healthy'
+    reason = ' '.join(str(health.get('reason') or health.get('msg') or 'no answer').split())
+    return 'unhealthy (%s)' % (reason if len(reason) <= 60 else reason[:57] + '...')
+
+
+def _router_text(router):
+    if not router or router.get('skipped'):
+        return '-'
+    if router.get('routed') is False:
+        return router.get('why') or 'not routed'
+    if router.get('failed'):
+        reason = ' '.join(str(router.get('msg') or 'no answer').split())
+        return 'unknown (%s)' % (reason if len(reason) <= 60 else reason[:57] + '...')
+    if router.get('operation') == 'add':
+        return 'out'
+    return 'in, healthy' if router.get('healthy') else 'in, not healthy'
+
+
+def status_row(host, facts, known_good, probe, now):
+    """One row of the status table.
+
+    :param host: inventory name.
+    :param facts: the host's ``ansible_facts['inferops_sglang']`` (``python.sglang_version``, ``servers``).
+    :param known_good: the host's ``inferops_sglang_known_good`` (``exists``, ``manifest.saved_at``).
+    :param probe: the cutover role's ``inferops_sglang_cutover_status`` (``port``, ``health`` - a server_health
+        result, ``router`` - a router_worker result in check mode plus ``routed`` and ``why``).
+    :param now: epoch seconds (the known-good age is counted to it).
+    :returns: dict ``host``, ``sglang`` (installed version or ``-``), ``args_digest`` (of the running server's
+        arguments, see ``args_digest``; ``-`` when none runs), ``pid`` (its main pid or None), ``health``,
+        ``router`` and ``known_good_age`` (texts), ``known_good_saved_at`` (UTC text or None).
+    """
+    facts = facts or {}
+    probe = probe or {}
+    manifest = (known_good or {}).get('manifest') or {}
+    server = _running_server(facts, probe.get('port'))
+    saved = _epoch(manifest.get('saved_at'))
+    return {
+        'host': host,
+        'sglang': ((facts.get('python') or {}).get('sglang_version')) or '-',
+        'args_digest': args_digest(server.get('args')) if server else '-',
+        'pid': server.get('main_pid') if server else None,
+        'health': _health_text(probe.get('health')) if probe else 'not probed',
+        'router': _router_text(probe.get('router')),
+        'known_good_age': age_text(now - saved) if saved is not None else 'none',
+        'known_good_saved_at': manifest.get('saved_at'),
+    }
+
+
+def status_rows(hosts, data, now):
+    """One row per host (``status_row``), in the order given.
+
+    :param hosts: inventory names.
+    :param data: dict host -> dict with ``facts``, ``known_good`` and ``probe`` (see ``status_row``).
+    :param now: epoch seconds.
+    """
+    data = data or {}
+    rows = []
+    for host in hosts:
+        item = data.get(host) or {}
+        rows.append(status_row(host, item.get('facts'), item.get('known_good'), item.get('probe'), now))
+    return rows
+
+
+def text_table(rows, columns):
+    """Rows as a plain text table, one string per line: a header, a rule, then one line per row.
+
+    :param rows: dicts.
+    :param columns: list of ``[key, title]`` pairs (or keys alone) in the order to print.
+    :returns: list of str; a missing value prints as ``-``; the columns are padded to the widest cell.
+    """
+    pairs = [(c, c) if isinstance(c, str) else (c[0], c[1]) for c in columns]
+    cells = [[title for dummy, title in pairs]]
+    for row in rows:
+        cells.append(['-' if row.get(key) is None else str(row.get(key)) for key, dummy in pairs])
+    widths = [max(len(line[i]) for line in cells) for i in range(len(pairs))]
+
+    def line(values):
+        return '  '.join(value.ljust(widths[i]) for i, value in enumerate(values)).rstrip()
+
+    return [line(cells[0]), line(['-' * w for w in widths])] + [line(values) for values in cells[1:]]

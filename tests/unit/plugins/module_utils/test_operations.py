@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The pure helpers of the operator playbooks (rollback entry lookup, status table)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import calendar
+import time
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _operations as o
+
+KG = '/var/lib/inferops-sglang/known-good'
+HIST = '/var/lib/inferops-sglang/history'
+CURRENT = {'exists': True, 'dir': KG, 'history_dir': HIST, 'manifest': {'saved_at': '2026-12-01T03:00:00Z'}}
+HISTORY = [HIST + '/20261130T101010000001Z', HIST + '/20261201T020202000002Z']
+
+
+def test_default_is_the_current_known_good():
+    """Issue 13: rollback without inferops_sglang_rollback_to puts the current known-good back."""
+    assert o.known_good_entry('', CURRENT, HISTORY) == {
+        'name': 'current', 'dir': KG, 'current': True, 'error': '',
+        'available': ['current', '20261201T020202000002Z', '20261130T101010000001Z']}
+    assert o.known_good_entry(None, CURRENT, HISTORY)['current'] is True
+    assert o.known_good_entry('current', CURRENT, [])['dir'] == KG
+
+
+def test_history_entry_by_name_or_path():
+    entry = o.known_good_entry('20261130T101010000001Z', CURRENT, HISTORY)
+    assert (entry['name'], entry['dir'], entry['current'], entry['error']) == ('20261130T101010000001Z', HISTORY[0], False, '')
+    assert o.known_good_entry(HISTORY[1] + '/', CURRENT, HISTORY)['dir'] == HISTORY[1]
+    # Names alone are placed under the history directory.
+    assert o.known_good_entry('20261130T101010000001Z', CURRENT, ['20261130T101010000001Z'])['dir'] == HISTORY[0]
+
+
+def test_unknown_entry_lists_the_available_ones_newest_first():
+    """Issue 13: an unknown entry fails before anything changes, listing the entries there are."""
+    entry = o.known_good_entry('20250101T000000000000Z', CURRENT, HISTORY)
+    msg = entry['error']
+    assert entry['dir'] is None
+    assert "no known-good history entry '20250101T000000000000Z'" in msg
+    assert 'available: current, 20261201T020202000002Z, 20261130T101010000001Z' in msg
+    assert 'inferops_sglang_rollback_to' in msg
+
+
+def test_no_known_good_at_all():
+    entry = o.known_good_entry('', {'exists': False, 'dir': KG, 'history_dir': HIST}, [])
+    assert 'no current known-good configuration in %s' % KG in entry['error']
+    assert 'none - run the site playbook first' in entry['error'] and entry['available'] == []
+
+
+def test_args_digest_is_stable_and_ignores_order_and_underscores():
+    a = o.args_digest(['--model-path', '/m', '--tp', '8', '--mem-fraction-static', '0.85'])
+    b = o.args_digest(['--tp', '8', '--mem_fraction_static', '0.85', '--model-path', '/m'])
+    c = o.args_digest(['--tp', '8', '--mem-fraction-static', '0.83', '--model-path', '/m'])
+    assert a == b and a != c and len(a) == 12
+    assert o.args_digest({'tp': 8, 'model-path': '/m', 'mem-fraction-static': 0.85}) == a
+    assert o.args_digest(None) == '-'
+
+
+@pytest.mark.parametrize('seconds, text', [
+    (None, '-'), (-5, '-'), (0, '0s'), (42, '42s'), (423, '7m 3s'), (18720, '5h 12m'), (2 * 86400 + 3 * 3600 + 5, '2d 3h'),
+])
+def test_age_text(seconds, text):
+    assert o.age_text(seconds) == text
+
+
+def _facts(args, managed=True, version='0.5.23', pid=4242):
+    return {'python': {'sglang_version': version},
+            'servers': [{'main_pid': pid, 'port': 30000, 'managed': managed, 'args': args}]}
+
+
+def test_status_rows():
+    """Issue 13: one row per server - version, argument digest, health, router state, known-good age."""
+    now = calendar.timegm(time.strptime('2026-12-01T05:00:00Z', '%Y-%m-%dT%H:%M:%SZ'))
+    args = ['--tp', '8']
+    data = {
+        'w1': {'facts': _facts(args), 'known_good': CURRENT,
+               'probe': {'port': 30000, 'health': {'state': 'ready'},
+                         'router': {'routed': True, 'operation': 'none', 'healthy': True}}},
+        'w2': {'facts': {'python': {'sglang_version': None}, 'servers': []},
+               'known_good': {'exists': False, 'manifest': {}},
+               'probe': {'port': 30000, 'health': {'state': 'failed', 'reason': 'connection refused   (tcp)'},
+                         'router': {'routed': True, 'operation': 'add', 'healthy': False}}},
+        'r1': {'facts': _facts(args, pid=7), 'known_good': CURRENT,
+               'probe': {'port': 30000, 'health': {'state': 'ready'},
+                         'router': {'routed': False, 'why': 'not routed (node rank 1)'}}},
+        'w3': {'facts': _facts(args), 'known_good': CURRENT,
+               'probe': {'port': 30000, 'health': {'state': 'ready'},
+                         'router': {'routed': True, 'failed': True, 'msg': 'connection refused'}}},
+    }
+    rows = o.status_rows(['w1', 'w2', 'r1', 'w3', 'w4'], data, now)
+    w1, w2, r1, w3, w4 = rows
+    assert w1 == {'host': 'w1', 'sglang': '0.5.23', 'args_digest': o.args_digest(args), 'pid': 4242,
+                  'health': 'healthy', 'router': 'in, healthy', 'known_good_age': '2h 0m',
+                  'known_good_saved_at': '2026-12-01T03:00:00Z'}
+    assert w2['sglang'] == '-' and w2['args_digest'] == '-' and w2['pid'] is None
+    assert w2['health'] == 'unhealthy (connection refused (tcp))'
+    assert w2['router'] == 'out' and w2['known_good_age'] == 'none'
+    assert r1['router'] == 'not routed (node rank 1)' and r1['args_digest'] == w1['args_digest']
+    assert w3['router'] == 'unknown (connection refused)'
+    assert w4['health'] == 'not probed' and w4['router'] == '-'
+
+
+def test_status_row_without_router_and_with_a_stray():
+    probe = {'port': 30000, 'health': {'state': 'ready'}, 'router': {}}
+    row = o.status_row('w1', _facts(['--tp', '4'], managed=False), {}, probe, 0)
+    assert row['router'] == '-' and row['args_digest'] == o.args_digest(['--tp', '4'])
+
+
+def test_text_table():
+    lines = o.text_table([{'host': 'fleet-w1', 'health': 'healthy'}, {'host': 'w2', 'health': None}],
+                         [['host', 'host'], ['health', 'health state']])
+    assert lines == [
+        'host      health state',
+        '--------  ------------',
+        'fleet-w1  healthy',
+        'w2        -',
+    ]
+    assert o.text_table([], ['host']) == ['host', '----']
