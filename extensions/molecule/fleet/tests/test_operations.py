@@ -206,6 +206,18 @@ def test_rollback_to_a_history_entry():
     current = manifest(name)
     assert flag(wanted["command"], "--mem-fraction-static") != flag(current["command"], "--mem-fraction-static")
     pid = main_pid(name)
+    workers = router_workers()
+    # --check --diff first: says what it would do, changes nothing (no restore, no restart, no router step).
+    rc, out = playbook("rollback", "--limit", name, "-e", "inferops_sglang_rollback_to=%s" % entry, "--check", "--diff")
+    assert rc == 0, out[-3000:]
+    text = " ".join(out.split())
+    assert "sglang.service (systemd): would restart" in text, out[-3000:]
+    assert "restore the known-good configuration %s" % entry in text, out[-3000:]
+    assert "keep history entry %s as the known-good configuration" % entry in text, out[-3000:]
+    assert '"mem-fraction-static": {' in out, out[-3000:]
+    assert all(c["changed"] == 0 and c["failed"] == 0 for c in recap(out).values()), recap(out)
+    assert main_pid(name) == pid and history(name) == entries and manifest(name) == current
+    assert router_workers() == workers
     start_load()
     rc, out = playbook("rollback", "--limit", name, "-e", "inferops_sglang_rollback_to=%s" % entry)
     load = stop_load()
