@@ -128,6 +128,25 @@ class TestRollback:
         assert "inferops.sglang.cutover : Decide" not in out and "inferops.sglang.cuda_env : Render" not in out
         assert host_state(host) == before
 
+    def test_a_phase_run_alone_is_followed_through_by_the_next_run(self, host, serving, tmp_path):
+        """Tags: a real run of one phase (--tags sglang_service) renders the unit and starts nothing; the next full run
+        changes no file, yet restarts onto it (the live files differ from the copies kept with the known-good
+        configuration) instead of reporting the server unchanged."""
+        args = dict(reference_args(), **{"mem-fraction-static": 0.85})
+        rc, out, dummy = site(tmp_path, {"service_server_args": args}, options=["--tags", "sglang_service"])
+        assert rc == 0, out[-3000:]
+        assert main_pid(host) == serving and "--mem-fraction-static 0.85" in unit_text(host)
+        rc, out, dummy = site(tmp_path, {"service_server_args": args})
+        assert rc == 0, out[-3000:]
+        assert "inferops.sglang.service : Render the systemd unit" not in changed_tasks(out)
+        pid = main_pid(host)
+        assert pid != serving, out[-3000:]
+        assert "--mem-fraction-static 0.85" in host.check_output("sh -c %s", "tr '\\0' ' ' < /proc/%d/cmdline" % pid)
+        assert "| sglang-host | 1 | deployed |" in out and health(host) == "200"
+        # Back to the converged configuration for the cases that follow.
+        rc, out, dummy = site(tmp_path, {})
+        assert rc == 0 and "--mem-fraction-static 0.88" in unit_text(host), out[-3000:]
+
     def test_unknown_flag_is_caught_before_anything_changes(self, host, serving, tmp_path):
         before_unit = unit_text(host)
         args = dict(reference_args(), **{"no-such-flag": 3})
