@@ -5,6 +5,7 @@ Imported by the test files next to it (pytest puts this directory on sys.path).
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -36,3 +37,13 @@ def run_module(name, args=None, check=False, diff=False, timeout=300):
     )
     data = json.loads(proc.stdout[proc.stdout.index("{"):])
     return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def end_process_groups(procs):
+    """SIGKILL the process group of every Popen in PROCS (started with start_new_session=True) and reap it."""
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()

@@ -7,14 +7,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 import pytest
-from ansible_run import free_port
+from ansible_run import end_process_groups, free_port
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DOUBLE = os.path.join(REPO, "tests", "double")
@@ -43,12 +42,7 @@ def fixture_doubles():
         return port
 
     yield start
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait()
+    end_process_groups(procs)
     shutil.rmtree(tmp, ignore_errors=True)
 
 

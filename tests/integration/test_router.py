@@ -26,7 +26,7 @@ import time
 import urllib.request
 
 import pytest
-from ansible_run import free_port, run_module
+from ansible_run import end_process_groups, free_port, run_module
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DOUBLE = os.path.join(REPO, "tests", "double")
@@ -380,12 +380,7 @@ def test_a_tls_worker_with_a_key_registered_and_drained(router_python, cert, tmp
         assert out["changed"] is True and out["workers"] == [] and out["drain"]["reason"] == "idle", out
         assert WORKER_KEY not in json.dumps(added) + json.dumps(out)
     finally:
-        for proc in procs:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            proc.wait()
+        end_process_groups(procs)
 
 
 # A proxy stand-in in its own process (the module's environment points at it): prints its URL, answers 502.

@@ -12,7 +12,6 @@ and a proxy in the module's environment that answers 502 to everything (loopback
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from ansible_run import free_port, run_module
+from ansible_run import end_process_groups, free_port, run_module
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DOUBLE = os.path.join(REPO, "tests", "double")
@@ -53,12 +52,7 @@ def fixture_double():
         return port, time.time()
 
     yield start
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait()
+    end_process_groups(procs)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
