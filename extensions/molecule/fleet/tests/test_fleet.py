@@ -11,7 +11,8 @@ import glob
 import json
 import os
 import subprocess
-import time
+
+from containers import sh, start_load, stop_load
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
@@ -24,14 +25,6 @@ UNIT = "sglang.service"
 # Molecule lists the hosts of a group by name, so the inventory order is r0, r1, w1, w2, w3, w4: the canary
 # w3, then 50 % of the 5 servers (the replica is one): the replica and w1, then w2 and w4.
 PLAN = [["fleet-w3"], ["fleet-r0", "fleet-r1", "fleet-w1"], ["fleet-w2", "fleet-w4"]]
-
-
-def sh(container, command, check=True, timeout=120):
-    proc = subprocess.run(["docker", "exec", container, "bash", "-c", command], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
-    if check:
-        assert proc.returncode == 0, "%s: %s\n%s" % (container, command, proc.stdout)
-    return proc.stdout
 
 
 def main_pid(container):
@@ -149,10 +142,7 @@ def test_summary_is_complete():
 
 def test_failing_worker_stops_the_rollout_and_rolls_back(tmp_path):
     before_pids = {name: main_pid(name) for name in SERVERS}
-    sh(ROUTER, "rm -f /tmp/loadgen.stop /root/loadgen.json; setsid nohup python3 /opt/loadgen.py "
-               "--url http://127.0.0.1:30000 --out /root/loadgen.json --concurrency 4 --max-seconds 600 --max-requests 50000 "
-               "--stop-file /tmp/loadgen.stop > /root/loadgen.log 2>&1 < /dev/null &")
-    time.sleep(2)
+    start_load(ROUTER)
     extra = tmp_path / "extra.json"
     extra.write_text(json.dumps({
         "fleet_test_args": {"mem-fraction-static": 0.83},
@@ -167,12 +157,7 @@ def test_failing_worker_stops_the_rollout_and_rolls_back(tmp_path):
         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                  MOLECULE_EPHEMERAL_DIRECTORY=os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]),
     )
-    sh(ROUTER, "touch /tmp/loadgen.stop")
-    for dummy in range(60):
-        load = json.loads(sh(ROUTER, "cat /root/loadgen.json"))
-        if not load["running"]:
-            break
-        time.sleep(1)
+    load = stop_load(ROUTER)
     out = proc.stdout
     assert proc.returncode != 0, out[-3000:]
     assert "The rollout stopped after batch 2" in out, out[-3000:]

@@ -9,10 +9,10 @@ import json
 import os
 import re
 import subprocess
-import time
 
 from test_fleet import (INVENTORY, REPO, ROUTER, SERVERS, SUMMARY_DIR, WORKERS, flag, main_argv, main_pid,
                         router_workers, sh, started_at)
+from containers import start_load, stop_load
 
 KNOWN_GOOD = "/var/lib/inferops-sglang/known-good"
 HISTORY = "/var/lib/inferops-sglang/history"
@@ -75,23 +75,6 @@ def history(name):
     return sorted(sh(name, "ls %s 2>/dev/null || true" % HISTORY).split())
 
 
-def start_load():
-    sh(ROUTER, "rm -f /tmp/loadgen.stop /root/loadgen.json; setsid nohup python3 /opt/loadgen.py "
-               "--url http://127.0.0.1:30000 --out /root/loadgen.json --concurrency 4 --max-seconds 600 "
-               "--max-requests 50000 --stop-file /tmp/loadgen.stop > /root/loadgen.log 2>&1 < /dev/null &")
-    time.sleep(2)
-
-
-def stop_load():
-    sh(ROUTER, "touch /tmp/loadgen.stop")
-    for dummy in range(60):
-        load = json.loads(sh(ROUTER, "cat /root/loadgen.json"))
-        if not load["running"]:
-            return load
-        time.sleep(1)
-    raise AssertionError("the load generator did not stop")
-
-
 def assert_serving():
     workers = router_workers()
     for name in WORKERS + ["fleet-r0"]:
@@ -139,9 +122,9 @@ def test_restart_rolls_every_server_canary_first():
     before = dict((name, main_pid(name)) for name in SERVERS)
     argv_before = dict((name, server_args(name)) for name in SERVERS)
     history_before = dict((name, history(name)) for name in SERVERS)
-    start_load()
+    start_load(ROUTER)
     rc, out = playbook("restart")
-    load = stop_load()
+    load = stop_load(ROUTER)
     assert rc == 0, out[-3000:]
     after = dict((name, main_pid(name)) for name in SERVERS)
     assert all(after[name] != before[name] for name in SERVERS), (before, after)
@@ -181,9 +164,9 @@ def test_rollback_to_the_current_known_good():
     good = manifest(name)
     sh(name, "echo SGLANG_OPERATOR_EDIT=1 >> /etc/sglang/sglang.env")
     pid = main_pid(name)
-    start_load()
+    start_load(ROUTER)
     rc, out = playbook("rollback", "--limit", name)
-    load = stop_load()
+    load = stop_load(ROUTER)
     assert rc == 0, out[-3000:]
     assert main_pid(name) != pid
     assert "SGLANG_OPERATOR_EDIT" not in sh(name, "cat /etc/sglang/sglang.env")
@@ -218,9 +201,9 @@ def test_rollback_to_a_history_entry():
     assert all(c["changed"] == 0 and c["failed"] == 0 for c in recap(out).values()), recap(out)
     assert main_pid(name) == pid and history(name) == entries and manifest(name) == current
     assert router_workers() == workers
-    start_load()
+    start_load(ROUTER)
     rc, out = playbook("rollback", "--limit", name, "-e", "inferops_sglang_rollback_to=%s" % entry)
-    load = stop_load()
+    load = stop_load(ROUTER)
     assert rc == 0, out[-3000:]
     assert main_pid(name) != pid
     assert argv_of(name) == wanted["command"]

@@ -15,10 +15,11 @@ import json
 import os
 import re
 import subprocess
-import time
 
 import pytest
 import yaml
+
+from containers import sh, start_load, stop_load
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 SCENARIO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -33,14 +34,6 @@ CONFIG = "/etc/sglang/sglang-secrets.yaml"
 # Files of the test harness itself, not of the collection: the hand-started double's state (it records its parsed
 # arguments, and the hand-started server had the key on its command line) and the scenario's vault.
 HARNESS = ["/run/sglang-double", "/opt/inferops-double"]
-
-
-def sh(container, command, check=True, timeout=120):
-    proc = subprocess.run(["docker", "exec", container, "bash", "-c", command], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
-    if check:
-        assert proc.returncode == 0, "%s: %s\n%s" % (container, command, proc.stdout)
-    return proc.stdout
 
 
 def keys():
@@ -103,23 +96,6 @@ def router_workers():
             "print(json.dumps({w['url']: w['is_healthy'] for w in json.load(u.urlopen(r, timeout=10))['workers']}))"
             % KEYS["vault_router_admin_key"])
     return json.loads(sh(ROUTER, "env -u http_proxy -u HTTP_PROXY python3 -c %s" % _quote(code)))
-
-
-def start_load():
-    sh(ROUTER, "rm -f /tmp/loadgen.stop /root/loadgen.json && LOADGEN_API_KEY=$(cat /root/.loadgen-key) "
-               "setsid nohup env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY python3 /opt/loadgen.py "
-               "--url http://127.0.0.1:30000 --out /root/loadgen.json --concurrency 4 --max-seconds 600 "
-               "--max-requests 50000 --stop-file /tmp/loadgen.stop > /root/loadgen.log 2>&1 < /dev/null &")
-
-
-def stop_load():
-    sh(ROUTER, "touch /tmp/loadgen.stop")
-    for dummy in range(60):
-        result = json.loads(sh(ROUTER, "cat /root/loadgen.json"))
-        if not result["running"]:
-            return result
-        time.sleep(1)
-    raise AssertionError("the load generator did not stop")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -274,11 +250,11 @@ class TestRollout:
         """A new configuration across both servers: drain with the server key, re-register with the worker key
         through the admin control-plane key; the -vvv output of the whole run holds no secret."""
         before = {c: server_pid(c) for c in SERVERS}
-        start_load()
+        start_load(ROUTER, key_file="/root/.loadgen-key")
         try:
             rc, out = site(tmp_path, {"secure_test_args": {"cuda-graph-max-bs": 256}}, verbose=True)
         finally:
-            result = stop_load()
+            result = stop_load(ROUTER)
         assert rc == 0, out[-4000:]
         assert not [s for s in SECRETS if s in out]
         assert result["failed"] == 0 and result["ok"] > 0, result
@@ -318,13 +294,13 @@ class TestRollout:
         """The last test (the servers keep the new key): the old server is drained with the known-good key, the new
         one registered with the new key, and the load through the router sees no failed request."""
         new_key = "sk-rotated-%s" % os.urandom(8).hex()
-        start_load()
+        start_load(ROUTER, key_file="/root/.loadgen-key")
         try:
             rc, out = site(tmp_path, {"service_secret_args": {"api-key": new_key,
                                                               "admin-api-key": KEYS["vault_sglang_admin_api_key"]}},
                            verbose=True)
         finally:
-            result = stop_load()
+            result = stop_load(ROUTER)
         assert rc == 0, out[-4000:]
         assert "did not wait" not in out and "the key was refused" not in out
         assert not [s for s in SECRETS + [new_key] if s in out]
