@@ -6,6 +6,11 @@ in the rollback's pick of a known-good entry (roles/known_good/tasks/select.yml)
 here, and so does an entry whose task was renamed or removed. Each kind of GPU blocker (plugins/module_utils/
 _nvidia_smi.py, gpu_blockers: one assert, several messages) is named on the page too.
 
+A pre-flight that reports every failure at once runs its checks inside one task: each failure is printed after its
+check's name in brackets, ``[<check name>] <message>``, and the page names each such check as ``[<check name>]``. They
+are the keys of a task's ``vars`` mapping whose name ends in ``_checks`` (one templated message each, empty when the
+check passes), and the names a module of the pre-flight checks with (NAMED_CHECK_SOURCES: ``CHECK_* = '<name>'``).
+
 Run by scripts/test.sh's docs stage (python -m pytest tests/docs)."""
 
 import glob
@@ -19,6 +24,9 @@ PAGE = os.path.join(ROOT, "docs", "docsite", "rst", "troubleshooting.rst")
 CHECK_FILES = sorted(glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "preflight.yml"))) + [
     os.path.join(ROOT, "roles", "known_good", "tasks", "select.yml")]
 HEADER = re.compile(r"TASK \[inferops\.sglang\.(\w+) : ([^\]\n]+)\]")
+NAMED_ENTRY = re.compile(r"``\[([^\]\n]+)\]``")
+# role -> module_utils whose CHECK_* constants name checks a module of that role's pre-flight makes on the host.
+NAMED_CHECK_SOURCES = {'service': os.path.join(ROOT, "plugins", "module_utils", "_service_preflight.py")}
 
 
 def tasks(items):
@@ -50,13 +58,42 @@ def checks():
     return found
 
 
+def named_checks():
+    """(role, check name) of every check run inside one pre-flight task (see the module docstring)."""
+    found = []
+    for path in CHECK_FILES:
+        with open(path) as handle:
+            for task in tasks(yaml.safe_load(handle)):
+                for key, value in (task.get("vars") or {}).items():
+                    if key.endswith("_checks") and isinstance(value, dict):
+                        found.extend((role_of(path), name) for name in value)
+    for role, path in sorted(NAMED_CHECK_SOURCES.items()):
+        with open(path) as handle:
+            found.extend((role, name) for name in re.findall(r"^CHECK_\w+ = '([^']+)'$", handle.read(), re.M))
+    return found
+
+
 def page():
     with open(PAGE) as handle:
         return handle.read()
 
 
 def test_the_checks_are_found():
-    assert len(checks()) > 30, checks()
+    assert len(checks()) + len(named_checks()) > 30, (checks(), named_checks())
+
+
+def test_every_named_check_has_an_entry():
+    text = page()
+    names = named_checks()
+    assert len(names) >= 20, names
+    missing = ["[%s : %s]" % check for check in names if "``[%s]``" % check[1] not in text]
+    assert not missing, "no troubleshooting entry in %s for the named checks:\n%s" % (PAGE, "\n".join(missing))
+
+
+def test_every_named_entry_names_an_existing_check():
+    names = set(name for dummy_role, name in named_checks())
+    stale = [name for name in NAMED_ENTRY.findall(page()) if name not in names]
+    assert not stale, "troubleshooting entries for named checks that do not exist (renamed?):\n%s" % "\n".join(stale)
 
 
 def test_every_preflight_check_has_an_entry():

@@ -162,3 +162,24 @@ def test_c14_adopted_server_with_a_config_file(tmp_path):
     rc, failed, report = run_preflight(tmp_path, facts, {'port': 8000}, service_adopt=True)
     assert rc == 0, failed
     assert report['settings']['port'] == 8000 and report['gpus_needed'] == 4
+
+
+def test_every_preflight_failure_is_reported_at_once(tmp_path):
+    """One run names every failed check of the service pre-flight, local and on the host, each after its name: the
+    --config file missing, a foreign listener on the port, a model directory without config.json, an invalid
+    environment value and a missing working directory (nothing on the host is changed)."""
+    listener = {'proto': 'tcp', 'host': '0.0.0.0', 'port': 30000, 'inode': 1, 'pid': 4242, 'process': 'nginx'}
+    rc, failed, report = run_preflight(
+        tmp_path, host_facts(listeners=[listener]), {'config': 'missing.yaml', 'speculative-draft-model-path': '/nonexistent-draft'},
+        service_environment={'CUDA_HOME': ':/usr/local/cuda'}, service_working_directory=str(tmp_path / 'gone'))
+    assert rc != 0 and report is None
+    for name, text in [
+            ('Check that the --config file can be read', 'service_server_args.config names %s/gone/missing.yaml' % tmp_path),
+            ('Check that nothing but the SGLang server being replaced holds the port', 'Port 30000 is held by nginx'),
+            ('Check the model directories', '/nonexistent-draft/config.json does not exist or cannot be read'),
+            ('Check environment variable names and values (only names are ever printed)',
+             'Environment variable(s) of service_environment are not valid'),
+            ('Check that the working directory exists (or is the cache directory the role creates)',
+             'The working directory %s/gone does not exist' % tmp_path)]:
+        assert '[%s] %s' % (name, text) in failed, (name, failed)
+    assert failed.startswith('5 pre-flight check(s) failed on localhost; nothing was changed.'), failed

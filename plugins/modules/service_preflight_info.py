@@ -1,0 +1,235 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: service_preflight_info
+short_description: Read what the SGLang service pre-flight needs from the host, and check it, in one call
+version_added: 0.1.0
+description:
+  - The remote half of the pre-flight of the role C(inferops.sglang.service), in one round trip. It reads the
+    SGLang C(--config) files (O(config), O(adopted_config)), looks at each model directory's C(config.json)
+    (O(model_paths)), looks up the service user (O(user); its passwd entry and groups, as C(getent passwd) and
+    C(id -Gn) print them), tries as that user whether it can read the interpreter and the models (C(runuser -u USER --
+    test -r PATH), as C(nobody) for a user that does not exist yet), lists the GPU device nodes (C(/dev/nvidia*)) when
+    O(devices) is set, and measures the free space of the working directory's file system.
+  - Every failed check is returned at once in RV(failures); the module itself does not fail on them, so that the
+    role can report them together with its own checks, before anything on the host changes.
+  - Read-only; never reports a change. The content of the C(--config) files may hold secrets (C(api-key)), so run the
+    task with C(no_log).
+author:
+  - inferops.sglang developers (@inferops)
+options:
+  host:
+    description: The host's name as the messages print it (the inventory name).
+    type: str
+    default: this host
+  config:
+    description:
+      - Absolute path of the server's SGLang C(--config) file (C(service_server_args.config)); empty for none.
+      - A file that cannot be read is a failure (SGLang would refuse to start).
+    type: str
+    default: ''
+  adopted_config:
+    description:
+      - Absolute path of the C(--config) file of the hand-started server being adopted; empty for none.
+      - Only read; a file that cannot be read is not a failure here (C(readable) is false in RV(adopted_config)).
+    type: str
+    default: ''
+  model_paths:
+    description: Absolute paths of the model directories (C(model-path), C(speculative-draft-model-path)).
+    type: list
+    elements: str
+    default: []
+  interpreter:
+    description: The service's interpreter (the first word of its command line), which the service user must read.
+    type: str
+    default: ''
+  user:
+    description:
+      - The service user. C(root) is not looked up, and nothing is tried as root (it reads everything).
+    type: str
+    default: root
+  user_create:
+    description: Whether the role creates the service user when it is missing (then a missing user is no failure).
+    type: bool
+    default: false
+  cache_dir:
+    description:
+      - The service's cache directory (C(service_cache_dir)). A missing working directory that is this directory is
+        no failure (the role creates it); the message on a missing user names it as the home the role would give.
+    type: str
+    default: ''
+  working_directory:
+    description: The server's working directory; it must exist unless it is O(cache_dir).
+    type: str
+    required: true
+  min_free_disk_gib:
+    description:
+      - Free space (GiB, 1024^3 bytes) that the working directory's file system must have for caches (what an
+        unprivileged user may use, C(df -Pk)'s Available). For a directory not created yet, its nearest existing parent
+        is measured.
+    type: float
+    default: 0
+  devices:
+    description: List the GPU device nodes (C(/dev/nvidia*)) in RV(gpu_devices).
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: Reads the same in check mode; it never changes anything.
+  diff_mode:
+    support: none
+    description: Nothing is changed, so there is no diff.
+notes:
+  - The service user's access is tried with C(runuser) (util-linux), which needs root; without it every path counts
+    as unreadable.
+seealso:
+  - name: The role's troubleshooting page
+    description: One entry for each check name in RV(failures).
+    link: https://github.com/inferops/sglang/blob/main/docs/docsite/rst/troubleshooting.rst
+'''
+
+EXAMPLES = r'''
+- name: Look at the host for the service (every stat and check in one call)
+  inferops.sglang.service_preflight_info:
+    host: "{{ inventory_hostname }}"
+    config: /etc/sglang/server.yaml
+    model_paths: [/models/llama]
+    interpreter: /opt/sglang/bin/python3
+    user: sglang
+    cache_dir: /var/cache/sglang
+    working_directory: /var/cache/sglang
+    min_free_disk_gib: 10
+    devices: true
+  register: __preflight
+  no_log: true
+
+- name: Stop on every failure at once
+  ansible.builtin.assert:
+    that: __preflight.failures | length == 0
+    fail_msg: "{% for item in __preflight.failures %}[{{ item.check }}] {{ item.message }} {% endfor %}"
+'''
+
+RETURN = r'''
+failures:
+  description:
+    - Every failed check, in a fixed order; empty when all pass. C(check) is the check's name (one troubleshooting
+      entry each), C(message) names the cause and the fix.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    check:
+      description: The check's name, as the pre-flight prints it in brackets in front of the message.
+      type: str
+      sample: Check the model directories
+    message:
+      description: What failed, its cause and the fix.
+      type: str
+      sample: "/models/x/config.json does not exist or cannot be read: /models/x is not a model directory. ..."
+  sample: [{"check": "Check the model directories",
+            "message": "/models/x/config.json does not exist or cannot be read: /models/x is not a model directory. ..."}]
+config:
+  description:
+    - The O(config) file. C(content) is its text (UTF-8; undecodable bytes replaced), V(null) when it cannot be read;
+      C(error) the OS error then. C(path) is empty when O(config) is.
+  returned: always
+  type: dict
+  sample: {"path": "/etc/sglang/server.yaml", "readable": true, "content": "port: 8000\n", "error": null}
+adopted_config:
+  description: The O(adopted_config) file, as RV(config).
+  returned: always
+  type: dict
+  sample: {"path": "", "readable": false, "content": null, "error": null}
+models:
+  description: Each of O(model_paths) with whether its C(config.json) exists and is readable by the module's user.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"path": "/models/llama", "exists": true, "readable": true}]
+user:
+  description:
+    - The service user's passwd entry (C(uid), C(gid), C(home), C(shell)) and C(groups), group names with the primary
+      group first (as C(id -Gn) prints them). C(exists) false for a missing user (the other fields V(null), no groups).
+    - root is not looked up (C(exists) true, C(groups) empty).
+  returned: always
+  type: dict
+  sample: {"name": "sglang", "exists": true, "uid": 998, "gid": 998, "home": "/var/cache/sglang",
+           "shell": "/usr/sbin/nologin", "groups": ["sglang", "video"]}
+reader:
+  description: The account the reads were tried as (the user, C(nobody) for one not created yet); V(null) for root.
+  returned: always
+  type: str
+  sample: sglang
+unreadable:
+  description: The interpreter and model C(config.json) paths that RV(reader) cannot read.
+  returned: always
+  type: list
+  elements: str
+  sample: [/root/venv/bin/python3]
+gpu_devices:
+  description:
+    - The GPU device nodes, directories left out, links not followed, sorted by path; empty unless O(devices).
+      C(mode) as C(0666), C(pw_name)/C(gr_name) the owner and group (numbers when they have no name).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"path": "/dev/nvidia0", "mode": "0666", "pw_name": "root", "gr_name": "root"}]
+working_directory:
+  description: O(working_directory) and whether it exists.
+  returned: always
+  type: dict
+  sample: {"path": "/root", "exists": true}
+disk:
+  description:
+    - The directory measured (O(working_directory) or its nearest existing parent) and its free space in KiB
+      (V(null) when it cannot be measured).
+  returned: always
+  type: dict
+  sample: {"path": "/root", "free_kib": 52428800}
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _service_preflight
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            host=dict(type='str', default='this host'),
+            config=dict(type='str', default=''),
+            adopted_config=dict(type='str', default=''),
+            model_paths=dict(type='list', elements='str', default=[]),
+            interpreter=dict(type='str', default=''),
+            user=dict(type='str', default='root'),
+            user_create=dict(type='bool', default=False),
+            cache_dir=dict(type='str', default=''),
+            working_directory=dict(type='str', required=True),
+            min_free_disk_gib=dict(type='float', default=0),
+            devices=dict(type='bool', default=False),
+        ),
+        supports_check_mode=True,
+    )
+
+    def run(argv):
+        # Without runuser nothing can be tried as the user: every path counts as unreadable (as a failed runuser).
+        if module.get_bin_path(argv[0]) is None:
+            return 127
+        rc, dummy_out, dummy_err = module.run_command(argv, check_rc=False)
+        return rc
+
+    seen = _service_preflight.observe(module.params, run)
+    module.exit_json(changed=False, failures=_service_preflight.failures(seen, module.params), **seen)
+
+
+if __name__ == '__main__':
+    main()

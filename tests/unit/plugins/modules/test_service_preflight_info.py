@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests for inferops.sglang.service_preflight_info: one call, every failure returned, nothing failed."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.inferops.sglang.tests.unit.plugins.modules.module_args import patch_module_args
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _service_preflight
+from ansible_collections.inferops.sglang.plugins.modules import service_preflight_info
+
+
+def run_module(args, capsys, check_mode=False):
+    if check_mode:
+        args = dict(args, _ansible_check_mode=True)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            service_preflight_info.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_good_host_in_check_mode(tmp_path, capsys):
+    (tmp_path / 'm').mkdir()
+    (tmp_path / 'm' / 'config.json').write_text(u'{}')
+    (tmp_path / 's.yaml').write_text(u'port: 8000\n')
+    result = run_module({'host': 'h1', 'config': str(tmp_path / 's.yaml'), 'model_paths': [str(tmp_path / 'm')],
+                         'working_directory': str(tmp_path), 'min_free_disk_gib': 0}, capsys, check_mode=True)
+    assert result['changed'] is False and 'failed' not in result
+    assert result['failures'] == []
+    assert result['config']['content'] == 'port: 8000\n'
+    assert result['user']['exists'] and result['reader'] is None and result['unreadable'] == []
+    assert result['gpu_devices'] == [] and result['disk']['free_kib'] > 0
+
+
+def test_every_failure_at_once_without_failing(tmp_path, capsys, monkeypatch):
+    """A missing user, an unreadable interpreter, a missing model and working directory and a full disk: all five
+    messages in one result, and the module itself does not fail."""
+    calls = []
+
+    def run_command(self, argv, check_rc=False):
+        calls.append(argv)
+        return 1, '', ''
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: '/usr/sbin/runuser')
+    result = run_module({'host': 'h1', 'model_paths': [str(tmp_path / 'x')], 'interpreter': '/root/v/bin/python3',
+                         'user': 'no-such-user-here', 'working_directory': str(tmp_path / 'w'),
+                         'min_free_disk_gib': 1e9}, capsys)
+    assert 'failed' not in result
+    assert [item['check'] for item in result['failures']] == [
+        _service_preflight.CHECK_MODELS, _service_preflight.CHECK_USER, _service_preflight.CHECK_USER_READS,
+        _service_preflight.CHECK_WORKDIR, _service_preflight.CHECK_DISK]
+    assert result['reader'] == 'nobody'
+    assert calls[0] == ['runuser', '-u', 'nobody', '--', 'test', '-r', '/root/v/bin/python3']
+
+
+def test_without_runuser_every_path_is_unreadable(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: None)
+    result = run_module({'interpreter': '/usr/bin/python3', 'user': 'nobody', 'working_directory': str(tmp_path)},
+                        capsys)
+    assert result['unreadable'] == ['/usr/bin/python3']
