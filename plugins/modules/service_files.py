@@ -216,6 +216,7 @@ from ansible.module_utils.common.text.converters import to_bytes, to_native, to_
 from ansible_collections.inferops.sglang.plugins.module_utils._rendered_files import (
     checksum, file_action, hand_over_needed, is_enabled, text_diff)
 
+
 def owner_name(uid):
     """User name of UID, else the uid as a string."""
     try:
