@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests of module_utils/_rendered_files.py: which rendered file is written, what systemctl says (issue 14)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _rendered_files as rf
+
+
+def test_checksum_is_the_sha1_ansible_reports():
+    assert rf.checksum(b'') == 'da39a3ee5e6b4b0d3255bfef95601890afd80709'
+    assert rf.checksum(b'abc') == 'a9993e364706816aba3e25717850c26c9cd0d89d'
+
+
+@pytest.mark.parametrize('state,current,wanted,action', [
+    ('present', None, 'a', 'write'),         # no file yet
+    ('present', 'b', 'a', 'write'),          # another content: written (after a backup)
+    ('present', 'a', 'a', 'none'),           # converged: nothing written
+    ('absent', 'a', None, 'remove'),
+    ('absent', None, None, 'none'),
+])
+def test_file_action(state, current, wanted, action):
+    assert rf.file_action(state, current, wanted) == action
+
+
+def test_file_action_refuses_another_state():
+    with pytest.raises(ValueError, match='present'):
+        rf.file_action('link', None, 'a')
+
+
+@pytest.mark.parametrize('exists,before,owner,hand_over', [
+    (True, 'root', 'sglang', True),       # a cache root filled before the move to a service user
+    (True, 'sglang', 'sglang', False),    # converged
+    (False, None, 'sglang', False),       # created now: nothing to hand over
+    (True, 'root', None, False),          # check mode, the user is not created yet: no owner to hand over to
+])
+def test_hand_over_needed(exists, before, owner, hand_over):
+    assert rf.hand_over_needed(exists, before, owner) is hand_over
+
+
+@pytest.mark.parametrize('rc,out,enabled', [
+    (0, 'enabled\n', True),
+    (0, 'static\n', True),
+    (0, 'enabled-runtime\n', False),   # as ansible.builtin.systemd_service: enabled for good anyway
+    (0, 'indirect\n', False),
+    (0, 'alias\n', False),
+    (1, 'disabled\n', False),
+    (1, '', False),                    # no such unit
+])
+def test_is_enabled(rc, out, enabled):
+    assert rf.is_enabled(rc, out) is enabled
+
+
+def test_text_diff():
+    assert rf.text_diff('/etc/x', 'a\n', 'b\n') == {'before_header': '/etc/x', 'after_header': '/etc/x',
+                                                    'before': 'a\n', 'after': 'b\n'}
+    new = rf.text_diff('/etc/x', None, 'b\n')
+    assert new['before'] == '' and new['before_header'] == '/etc/x (absent)'
+    gone = rf.text_diff('/etc/x', 'a\n', None)
+    assert gone['after'] == '' and gone['after_header'] == '/etc/x (absent)'

@@ -1,0 +1,217 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests of modules/service_files.py: one call puts the service's files in place (issue 14), with backups,
+check mode and diffs as ansible.builtin.template gives them, and the unit reloaded, enabled and measured."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import glob
+import grp
+import json
+import os
+import pwd
+
+import pytest
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.sglang.tests.unit.plugins.modules.module_args import patch_module_args
+from ansible_collections.inferops.sglang.plugins.modules import service_files
+
+USER = pwd.getpwuid(os.getuid()).pw_name
+GROUP = grp.getgrgid(os.getgid()).gr_name
+UNIT = u'[Unit]\nDescription=SGLang\n\n[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --port 30000\n'
+
+
+class FakeSystemd(object):
+    """systemctl and systemd-analyze as the module runs them; records each command line."""
+
+    def __init__(self, enabled='enabled'):
+        self.enabled = enabled
+        self.calls = []
+
+    def run_command(self, args, **kwargs):
+        args = [os.path.basename(args[0])] + list(args[1:])
+        self.calls.append(args)
+        if args[:2] == ['systemd-analyze', 'security']:
+            return 0, '→ Overall exposure level for %s: %s OK\n' % (args[-1], '2.1' if self.reloaded() else '9.6'), ''
+        if args[:2] == ['systemctl', 'is-enabled']:
+            return (0 if self.enabled == 'enabled' else 1), self.enabled + '\n', ''
+        if args[:1] == ['systemctl'] and args[1] in ('enable', 'disable'):
+            self.enabled = args[1] + 'd'
+        return 0, '', ''
+
+    def reloaded(self):
+        return ['systemctl', 'daemon-reload'] in self.calls
+
+
+@pytest.fixture
+def systemd(monkeypatch):
+    fake = FakeSystemd()
+    monkeypatch.setattr(AnsibleModule, 'run_command', lambda module, args, **kwargs: fake.run_command(args, **kwargs))
+    monkeypatch.setattr(AnsibleModule, 'get_bin_path', lambda module, name, *a, **kw: '/usr/bin/' + name)
+    return fake
+
+
+def run(capsys, args, check=False, diff=False):
+    with patch_module_args(dict(args, _ansible_check_mode=check, _ansible_diff=diff)):
+        with pytest.raises(SystemExit):
+            service_files.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def unit_args(path, content=UNIT, **kwargs):
+    return dict({'files': [{'path': str(path), 'content': content, 'owner': USER, 'group': GROUP, 'mode': '0644'}],
+                 'systemd_unit': 'sglang.service', 'exposure': True, 'enabled': True}, **kwargs)
+
+
+def test_a_converged_unit_is_one_call_that_changes_nothing(capsys, tmp_path, systemd):
+    """The converged run: the unit is compared by checksum, nothing written, no reload, no enable; exposure measured once."""
+    unit = tmp_path / 'sglang.service'
+    unit.write_text(UNIT)
+    os.chmod(str(unit), 0o644)
+    out = run(capsys, unit_args(unit), diff=True)
+    assert out['changed'] is False and out['files_changed'] is False and 'diff' not in out, out
+    assert out['files'][0]['changed'] is False and out['files'][0]['checksum'] == service_files.checksum(UNIT.encode())
+    assert out['enabled'] is True and out['enabled_now'] == 'enabled' and out['enabled_changed'] is False
+    assert out['exposure'] == {'before': '→ Overall exposure level for sglang.service: 9.6 OK\n', 'after': None}
+    assert ['systemctl', 'daemon-reload'] not in systemd.calls and not glob.glob(str(unit) + '.*~')
+
+
+def test_a_changed_unit_is_backed_up_written_reloaded_and_measured_again(capsys, tmp_path, systemd):
+    """C22: one changed flag - the unit is replaced (the old one kept as a backup), systemd reloads, the exposure is
+    measured before and after, the diff shows the flag."""
+    unit = tmp_path / 'sglang.service'
+    unit.write_text(UNIT.replace('30000', '30001'))
+    os.chmod(str(unit), 0o644)
+    out = run(capsys, unit_args(unit), diff=True)
+    assert out['changed'] is True and out['files_changed'] is True and out['daemon_reloaded'] is True
+    assert unit.read_text() == UNIT
+    backup = out['files'][0]['backup_file']
+    assert glob.glob(str(unit) + '.*~') == [backup] and '30001' in open(backup).read()
+    assert '--port 30001' in out['diff'][0]['before'] and '--port 30000' in out['diff'][0]['after']
+    assert out['diff'][0]['before_header'] == str(unit)
+    assert out['exposure']['before'].endswith('9.6 OK\n') and out['exposure']['after'].endswith('2.1 OK\n')
+    assert systemd.calls.index(['systemctl', 'daemon-reload']) < systemd.calls.index(['systemctl', 'is-enabled', 'sglang.service'])
+
+
+def test_check_mode_with_a_changed_unit_writes_nothing_shows_the_diff_and_reads_is_enabled(capsys, tmp_path, systemd):
+    """--check --diff with a changed flag: the unit's diff, nothing written, no reload, no enable (only is-enabled read)."""
+    unit = tmp_path / 'sglang.service'
+    unit.write_text(UNIT.replace('30000', '30001'))
+    systemd.enabled = 'disabled'
+    out = run(capsys, unit_args(unit), check=True, diff=True)
+    assert out['changed'] is True and out['files_changed'] is True and out['daemon_reloaded'] is False
+    assert '30001' in unit.read_text() and not glob.glob(str(unit) + '.*~')
+    assert '--port 30000' in out['diff'][0]['after']
+    assert out['enabled_now'] == 'disabled' and out['enabled_changed'] is False and out['enabled'] is None
+    assert out['exposure']['after'] is None
+    assert [c for c in systemd.calls if c[0] == 'systemctl'] == [['systemctl', 'is-enabled', 'sglang.service']]
+
+
+def test_a_new_unit_in_check_mode_is_reported_and_not_written(capsys, tmp_path, systemd):
+    unit = tmp_path / 'sglang.service'
+    out = run(capsys, unit_args(unit), check=True, diff=True)
+    assert out['changed'] is True and not unit.exists()
+    assert out['diff'][0]['before'] == '' and out['diff'][0]['after'] == UNIT
+
+
+def test_a_disabled_unit_is_enabled(capsys, tmp_path, systemd):
+    unit = tmp_path / 'sglang.service'
+    unit.write_text(UNIT)
+    os.chmod(str(unit), 0o644)
+    systemd.enabled = 'disabled'
+    planned = run(capsys, unit_args(unit), check=True)
+    assert planned['changed'] is True and planned['enabled_changed'] is True and planned['files_changed'] is False
+    assert systemd.enabled == 'disabled'
+    done = run(capsys, unit_args(unit))
+    assert done['changed'] is True and done['enabled'] is True and systemd.enabled == 'enabled'
+    assert ['systemctl', 'daemon-reload'] not in systemd.calls
+
+
+def test_a_secret_file_is_never_shown(capsys, tmp_path):
+    """The environment file may hold secrets: no diff of it, and its content is not in the invocation either."""
+    env = tmp_path / 'sglang.env'
+    env.write_text(u'HF_TOKEN=hf_oldtoken\n')
+    args = {'files': [{'path': str(env), 'content': u'HF_TOKEN=hf_newtoken\n', 'mode': '0600', 'diff': False}]}
+    out = run(capsys, args, diff=True)
+    assert out['changed'] is True and env.read_text() == u'HF_TOKEN=hf_newtoken\n'
+    assert oct(os.stat(str(env)).st_mode & 0o777) == oct(0o600)
+    assert "hf_" not in json.dumps(out), out
+    assert 'diff' not in out
+
+
+def test_attributes_alone_are_fixed(capsys, tmp_path):
+    env = tmp_path / 'sglang.env'
+    env.write_text(u'A=1\n')
+    os.chmod(str(env), 0o644)
+    out = run(capsys, {'files': [{'path': str(env), 'content': u'A=1\n', 'mode': '0600'}]})
+    assert out['changed'] is True and out['files'][0]['content_changed'] is False and 'backup_file' not in out['files'][0]
+    assert oct(os.stat(str(env)).st_mode & 0o777) == oct(0o600)
+    again = run(capsys, {'files': [{'path': str(env), 'content': u'A=1\n', 'mode': '0600'}]})
+    assert again['changed'] is False
+
+
+def test_directories_are_created_with_their_parents_and_a_hand_over_is_reported(capsys, tmp_path):
+    """A cache another user owned is reported for hand-over (the role then hands it over recursively)."""
+    conf = tmp_path / 'etc' / 'sglang'
+    args = {'directories': [{'path': str(conf), 'owner': USER, 'group': GROUP, 'mode': '0755'},
+                            {'path': str(tmp_path), 'owner': 'inferops-nobody-such-user'}]}
+    planned = run(capsys, dict(args, directories=args['directories'][:1]), check=True)
+    assert planned['changed'] is True and not conf.exists()
+    done = run(capsys, dict(args, directories=args['directories'][:1]))
+    assert done['changed'] is True and conf.is_dir() and oct(os.stat(str(conf)).st_mode & 0o777) == oct(0o755)
+    assert oct(os.stat(str(conf.parent)).st_mode & 0o777) == oct(0o755)
+    assert done['directories'][0]['existed'] is False and done['directories'][0]['hand_over'] is False
+    again = run(capsys, dict(args, directories=args['directories'][:1]))
+    assert again['changed'] is False and again['directories'][0]['owner_before'] == USER
+
+
+def test_hand_over_of_a_directory_another_user_owns(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(service_files, 'owner_name', lambda uid: 'root-before')
+    out = run(capsys, {'directories': [{'path': str(tmp_path)}]}, check=True)
+    assert out['directories'][0]['hand_over'] is False      # no owner wanted: nothing to hand over
+    out = run(capsys, {'directories': [{'path': str(tmp_path), 'owner': USER}]}, check=True)
+    assert out['directories'][0]['hand_over'] is True and out['directories'][0]['owner_before'] == 'root-before'
+
+
+def test_an_absent_file_is_removed_and_then_left_alone(capsys, tmp_path):
+    conf = tmp_path / 'sglang-secrets.yaml'
+    conf.write_text(u'api-key: "x"\n')
+    planned = run(capsys, {'files': [{'path': str(conf), 'state': 'absent'}]}, check=True)
+    assert planned['changed'] is True and conf.exists()
+    done = run(capsys, {'files': [{'path': str(conf), 'state': 'absent'}]})
+    assert done['changed'] is True and not conf.exists() and done['files'][0]['checksum'] is None
+    assert run(capsys, {'files': [{'path': str(conf), 'state': 'absent'}]})['changed'] is False
+
+
+def test_errors_name_the_cause(capsys, tmp_path):
+    out = run(capsys, {'files': [{'path': str(tmp_path)}]})
+    assert out['failed'] and 'content is required' in out['msg']
+    out = run(capsys, {'files': [{'path': str(tmp_path), 'content': 'x'}]})
+    assert out['failed'] and 'is a directory' in out['msg']
+    out = run(capsys, {'exposure': True})
+    assert out['failed'] and 'need systemd_unit' in out['msg']
+    out = run(capsys, {'files': [{'path': str(tmp_path / 'no' / 'such' / 'dir'), 'content': 'x'}]})
+    assert out['failed'] and 'its directory must exist' in out['msg']
+
+
+def test_diffs_of_directories_and_removals_show_states_never_contents(capsys, tmp_path):
+    """--diff as ansible.builtin.file shows it: a directory created (absent -> directory), a file removed (file -> absent,
+    not its content: the secret --config file), an attribute set."""
+    conf = tmp_path / 'sglang-secrets.yaml'
+    conf.write_text(u'api-key: "hf_secretvalue"\n')
+    env = tmp_path / 'sglang.env'
+    env.write_text(u'A=1\n')
+    os.chmod(str(env), 0o644)
+    args = {'directories': [{'path': str(tmp_path / 'supervisor.d'), 'mode': '0755'}],
+            'files': [{'path': str(conf), 'state': 'absent'}, {'path': str(env), 'content': u'A=1\n', 'mode': '0600'}]}
+    out = run(capsys, args, check=True, diff=True)
+    assert out['diff'] == [
+        {'before': {'path': str(tmp_path / 'supervisor.d'), 'state': 'absent'},
+         'after': {'path': str(tmp_path / 'supervisor.d'), 'state': 'directory'}},
+        {'before': {'path': str(conf), 'state': 'file'}, 'after': {'path': str(conf), 'state': 'absent'}},
+        {'before': {'path': str(env), 'mode': '0644'}, 'after': {'path': str(env), 'mode': '0600'}}]
+    assert 'hf_' not in json.dumps(out)
