@@ -26,7 +26,8 @@ Rows (ratios rather than absolute times: this machine is shared and noisy):
  (d) a rollout of N servers (default 4) through the real sglang-router (bench_fleet.rollout: the fleet scenario's
      prepare and converge, site.yml under load). Wall time (the fleet summary's wall_s, plan to last summary)
      against the limit sum over batches of (drain + load + gate) - drain: the "Router - out" task, load + gate:
-     the start gate's server_health rounds, both from ansible.posix.profile_tasks' per-task times; and the
+     from the start of "Note when the service is started" to the end of the last start gate round, both from
+     ansible.posix.profile_tasks' per-task times (the tasks between start and gate count as load); and the
      orchestration overhead per batch (wall - drains - gates) / batches, goal <= 15 s. The top tasks of the
      remaining time are printed below the table.
  (e) tasks per host (the recap: ok + failed + skipped + unreachable) and module round-trips per host of a
@@ -162,23 +163,29 @@ def parse_profile_stream(text):
     return [t for t in tasks if t["duration"] is not None]
 
 
-def batch_breakdown(tasks, rollout_play, drain_task, gate_task):
-    """Per batch of the serial play named ``rollout_play``: {'wall', 'drain', 'gate', 'overhead'} (s); a batch's
-    drain and gate are the durations of the tasks whose name contains drain_task / gate_task (they run on every
-    host of the batch at once)."""
+def batch_breakdown(tasks, rollout_play, drain_task, start_task, gate_task):
+    """Per batch of the serial play named ``rollout_play``: {'wall', 'drain', 'gate', 'overhead'} (s). drain: the
+    summed durations of the tasks whose name contains ``drain_task``; gate (load + gate): the span from the start of
+    the first task whose name contains ``start_task`` (the service's start) to the end of the last one containing
+    ``gate_task`` (the tasks run on every host of the batch at once); overhead: the rest of the batch's wall time."""
     batches = {}
     for task in tasks:
         if task["play"] != rollout_play:
             continue
-        batch = batches.setdefault(task["play_no"], {"wall": 0.0, "drain": 0.0, "gate": 0.0})
+        batch = batches.setdefault(task["play_no"], {"wall": 0.0, "drain": 0.0, "began": None, "ready": None})
         batch["wall"] += task["duration"]
         if drain_task in task["task"]:
             batch["drain"] += task["duration"]
-        elif gate_task in task["task"]:
-            batch["gate"] += task["duration"]
-    rows = [batches[k] for k in sorted(batches)]
-    for row in rows:
-        row["overhead"] = row["wall"] - row["drain"] - row["gate"]
+        elif start_task in task["task"] and batch["began"] is None:
+            batch["began"] = task["start"]
+        elif gate_task in task["task"] and batch["began"] is not None:
+            batch["ready"] = task["start"] + task["duration"]
+    rows = []
+    for key in sorted(batches):
+        batch = batches[key]
+        gate = batch["ready"] - batch["began"] if batch["ready"] is not None else 0.0
+        rows.append({"wall": batch["wall"], "drain": batch["drain"], "gate": gate,
+                     "overhead": batch["wall"] - batch["drain"] - gate})
     return rows
 
 
@@ -337,6 +344,7 @@ def measure_round_trips(tmp, collection, inv):
 
 ROLLOUT_PLAY = "Make the SGLang server on each host a health-gated service, batch by batch"
 DRAIN_TASK = "Router - out"
+START_TASK = "Note when the service is started"
 GATE_TASK = "Gate - TCP, /health"
 
 
@@ -349,7 +357,7 @@ def measure_rollout(workers, collection, colls):
             raise RuntimeError("rollout failed (logs in %s):\n%s" % (tmp, handle.read()[-3000:]))
     with open(result["converge_log"]) as handle:
         tasks = parse_profile_stream(handle.read())
-    batches = batch_breakdown(tasks, ROLLOUT_PLAY, DRAIN_TASK, GATE_TASK)
+    batches = batch_breakdown(tasks, ROLLOUT_PLAY, DRAIN_TASK, START_TASK, GATE_TASK)
     limit = sum(b["drain"] + b["gate"] for b in batches)
     rollout_tasks = [t for t in tasks if t["play"] == ROLLOUT_PLAY]
     return {"wall": summary["wall_s"], "batches": batches, "limit": limit, "n_batches": len(summary["plan"]["batches"]),
@@ -455,7 +463,7 @@ def main():
             i + 1, b["wall"], b["drain"], b["gate"], b["overhead"]) for i, b in enumerate(d["batches"])))
         print("(d) before the first batch (plan, router plays): %.1f s; results %s; failed requests through the router: %s"
               % (d["before_rollout"], d["counts"], d["load_failed"]))
-        print("(d) where the rest goes (profile_tasks, rollout play, summed over batches, drain and gate left out):")
+        print("(d) where the rest goes (profile_tasks, rollout play, summed over batches, drain and gate rounds left out):")
         for name, seconds, times in d["top"]:
             print("    %6.1f s  %2dx  %s" % (seconds, times, name))
     return 0

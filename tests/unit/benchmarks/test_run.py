@@ -54,14 +54,19 @@ def test_parse_profile_stream_and_batches():
     text = '\n'.join([
         'PLAY [rollout] ***', 'TASK [r : Facts] ***', stamp % 1.0, 'ok: [w1]',
         'TASK [r : Router - out] ***', stamp % 2.0,
-        'TASK [r : Gate - TCP, /health (x) - start] ***', stamp % 5.0,
+        'TASK [r : Note when the service is started] ***', stamp % 5.0,
+        'TASK [r : Start the service] ***', stamp % 5.5,
+        'TASK [r : Gate - TCP, /health (x) - start] ***', stamp % 7.0,
+        'TASK [r : Report] ***', stamp % 14.0,
         'PLAY [rollout] ***', 'TASK [r : Facts] ***', stamp % 15.0,
         'PLAY RECAP ***', stamp % 16.5])
     tasks = run.parse_profile_stream(text)
     assert [(t['play_no'], t['task'], t['duration']) for t in tasks] == [
-        (1, 'r : Facts', 1.0), (1, 'r : Router - out', 3.0), (1, 'r : Gate - TCP, /health (x) - start', 10.0),
+        (1, 'r : Facts', 1.0), (1, 'r : Router - out', 3.0), (1, 'r : Note when the service is started', 0.5),
+        (1, 'r : Start the service', 1.5), (1, 'r : Gate - TCP, /health (x) - start', 7.0), (1, 'r : Report', 1.0),
         (2, 'r : Facts', 1.5)]
-    batches = run.batch_breakdown(tasks, 'rollout', 'Router - out', 'Gate - TCP')
-    assert batches == [{'wall': 14.0, 'drain': 3.0, 'gate': 10.0, 'overhead': 1.0},
+    # load + gate: from the start's note (5.0) to the gate's end (14.0).
+    batches = run.batch_breakdown(tasks, 'rollout', 'Router - out', 'Note when the service is started', 'Gate - TCP')
+    assert batches == [{'wall': 14.0, 'drain': 3.0, 'gate': 9.0, 'overhead': 2.0},
                        {'wall': 1.5, 'drain': 0.0, 'gate': 0.0, 'overhead': 1.5}]
-    assert run.top_tasks(tasks, ('Gate',)) == [('r : Router - out', 3.0, 1), ('r : Facts', 2.5, 2)]
+    assert run.top_tasks(tasks, ('Gate', 'Note', 'Start')) == [('r : Router - out', 3.0, 1), ('r : Facts', 2.5, 2), ('r : Report', 1.0, 1)]
