@@ -280,8 +280,8 @@ def make_host(tmp, collection):
     os.makedirs(inv)
     os.symlink(os.path.join(collection, "inventory", "demo", "group_vars"), os.path.join(inv, "group_vars"))
     with open(os.path.join(inv, "hosts.yml"), "w") as handle:
-        json.dump({"sglang_servers": {"hosts": {HOST: {"ansible_connection": "community.docker.docker",
-                                                        "ansible_python_interpreter": "/usr/bin/python3"}}}}, handle)
+        conn = {"ansible_connection": "community.docker.docker", "ansible_python_interpreter": "/usr/bin/python3"}
+        json.dump({"sglang_servers": {"hosts": {HOST: conn}}}, handle)
     playbook = os.path.join(BIN, "ansible-playbook")
     for name, path in (("prepare", os.path.join(collection, "extensions", "molecule", "resources", "prepare_reference.yml")),
                        ("converge", os.path.join(collection, "site.yml"))):
