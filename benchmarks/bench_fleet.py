@@ -60,7 +60,7 @@ def remove_containers(names):
     docker("network", "rm", NETWORK, check=False)
 
 
-def write_inventory(tmp, router, workers):
+def write_inventory(tmp, router, workers, scenario=SCENARIO):
     inv = os.path.join(tmp, "inventory")
     os.makedirs(os.path.join(inv, "group_vars"))
     conn = {"ansible_connection": "community.docker.docker", "ansible_python_interpreter": "/usr/bin/python3"}
@@ -70,7 +70,7 @@ def write_inventory(tmp, router, workers):
     }
     with open(os.path.join(inv, "hosts.yml"), "w") as handle:
         json.dump(hosts, handle, indent=2)   # JSON is YAML
-    shutil.copy(os.path.join(SCENARIO, "inventory", "group_vars", "sglang_servers.yml"), os.path.join(inv, "group_vars"))
+    shutil.copy(os.path.join(scenario, "inventory", "group_vars", "sglang_servers.yml"), os.path.join(inv, "group_vars"))
     with open(os.path.join(inv, "group_vars", "all.yml"), "w") as handle:
         handle.write("---\nfleet_batches: ['1', '25%%']\nfleet_canary: %s\nfleet_summary_dir: %s\n"
                      "router_pip_extra_args: --no-index --find-links /opt/wheels/router\nrouter_policy: round_robin\n"
@@ -78,12 +78,14 @@ def write_inventory(tmp, router, workers):
     return inv
 
 
-def playbook(inv, path, tmp, log_name):
+def playbook(inv, path, tmp, log_name, repo=REPO, collections=None):
+    """Run ansible-playbook (profile_tasks on) with its output in tmp/log_name; returns (rc, wall seconds).
+    ``collections``: the ANSIBLE_COLLECTIONS_PATH entry that holds inferops.sglang (default: repo's build/collections)."""
     env = dict(os.environ, ANSIBLE_FORKS="20", ANSIBLE_PIPELINING="1", ANSIBLE_NOCOLOR="1",
                ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks",
-               ANSIBLE_COLLECTIONS_PATH=os.pathsep.join([os.path.join(REPO, "build", "collections"),
+               ANSIBLE_COLLECTIONS_PATH=os.pathsep.join([collections or os.path.join(repo, "build", "collections"),
                                                         os.environ.get("ANSIBLE_COLLECTIONS_PATH", "")]),
-               INFEROPS_REPO=REPO, MOLECULE_EPHEMERAL_DIRECTORY=tmp)
+               INFEROPS_REPO=repo, MOLECULE_EPHEMERAL_DIRECTORY=tmp)
     started = time.time()
     with open(os.path.join(tmp, log_name), "w") as log:
         proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inv, path],
@@ -91,55 +93,72 @@ def playbook(inv, path, tmp, log_name):
     return proc.returncode, time.time() - started
 
 
+def rollout(n_workers, tmp, repo=REPO, collections=None, keep=False, say=print):
+    """Start 1 router + n_workers containers, prepare them (fleet scenario's prepare.yml) and run its converge.yml
+    (site.yml under load). Returns ``{'rc', 'prep_s', 'conv_s', 'summary' (the last fleet summary or None),
+    'converge_log' (path), 'load' (the load generator's result or None), 'router'}``; removes the containers
+    unless keep."""
+    scenario = os.path.join(repo, "extensions", "molecule", "fleet")
+    router = "inferops-bench-router"
+    workers = ["inferops-bench-w%02d" % i for i in range(1, n_workers + 1)]
+    names = [router] + workers
+    result = {"rc": 1, "summary": None, "load": None, "router": router, "converge_log": os.path.join(tmp, "converge.log")}
+    try:
+        t0 = time.time()
+        start_containers(names)
+        inv = write_inventory(tmp, router, workers, scenario)
+        say("containers up in %.0f s (1 router + %d workers); logs in %s" % (time.time() - t0, len(workers), tmp))
+        rc, result["prep_s"] = playbook(inv, os.path.join(scenario, "prepare.yml"), tmp, "prepare.log", repo, collections)
+        say("prepare (hand-started doubles, router role): rc %d, %.0f s" % (rc, result["prep_s"]))
+        if rc:
+            say(open(os.path.join(tmp, "prepare.log")).read()[-3000:])
+            return result
+        result["rc"], result["conv_s"] = playbook(inv, os.path.join(scenario, "converge.yml"), tmp, "converge.log", repo,
+                                                  collections)
+        say("converge (load generator + site.yml + collect): rc %d, %.0f s" % (result["rc"], result["conv_s"]))
+        summaries = sorted(glob.glob(os.path.join(tmp, "fleet-summary", "fleet-summary-*.json")))
+        if summaries:
+            result["summary"] = json.load(open(summaries[-1]))
+        got = docker("exec", router, "bash", "-c", "cat $(ls /root/loadgen-*.json | head -1)", check=False)
+        if got.returncode == 0:
+            result["load"] = json.loads(got.stdout)
+        return result
+    finally:
+        if not keep:
+            remove_containers(names)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=16)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
-    router = "inferops-bench-router"
-    workers = ["inferops-bench-w%02d" % i for i in range(1, args.workers + 1)]
-    names = [router] + workers
     tmp = tempfile.mkdtemp(prefix="inferops-bench-fleet-")
-    try:
-        t0 = time.time()
-        start_containers(names)
-        inv = write_inventory(tmp, router, workers)
-        print("containers up in %.0f s (1 router + %d workers); logs in %s" % (time.time() - t0, len(workers), tmp))
-        rc, prep_s = playbook(inv, os.path.join(SCENARIO, "prepare.yml"), tmp, "prepare.log")
-        print("prepare (hand-started doubles, router role): rc %d, %.0f s" % (rc, prep_s))
-        if rc:
-            print(open(os.path.join(tmp, "prepare.log")).read()[-3000:])
-            return 1
-        rc, conv_s = playbook(inv, os.path.join(SCENARIO, "converge.yml"), tmp, "converge.log")
-        print("converge (load generator + site.yml + collect): rc %d, %.0f s" % (rc, conv_s))
-        summaries = sorted(glob.glob(os.path.join(tmp, "fleet-summary", "fleet-summary-*.json")))
-        if not summaries:
-            print(open(os.path.join(tmp, "converge.log")).read()[-3000:])
-            return 1
-        summary = json.load(open(summaries[-1]))
-        batches = summary["plan"]["batches"]
-        print()
-        print("plan: %d batches of %s hosts" % (len(batches), [len(b) for b in batches]))
-        print("rollout (plan to last summary, from the summary): %.1f s" % summary["wall_s"])
-        floor = len(batches) * LOAD_SECONDS
-        print("limit batches x load time: %d x %.0f s = %.0f s -> rollout / limit = %.1f x" % (
-            len(batches), LOAD_SECONDS, floor, summary["wall_s"] / floor))
-        per_batch = summary["wall_s"] / len(batches)
-        print("per batch: %.1f s on average (the limit is %.0f s per batch)" % (per_batch, LOAD_SECONDS))
-        tth = [h["time_to_healthy_s"] for h in summary["hosts"] if h.get("time_to_healthy_s")]
-        print("time to healthy per host (s): min %.1f, median %.1f, max %.1f" % (min(tth), statistics.median(tth),
-                                                                                 max(tth)))
-        print("results: %s" % summary["counts"])
-        load = json.loads(docker("exec", router, "bash", "-c", "cat $(ls /root/loadgen-*.json | head -1)").stdout)
+    result = rollout(args.workers, tmp, keep=args.keep)
+    summary = result["summary"]
+    if not summary:
+        print(open(result["converge_log"]).read()[-3000:])
+        return 1
+    batches = summary["plan"]["batches"]
+    print()
+    print("plan: %d batches of %s hosts" % (len(batches), [len(b) for b in batches]))
+    print("rollout (plan to last summary, from the summary): %.1f s" % summary["wall_s"])
+    floor = len(batches) * LOAD_SECONDS
+    print("limit batches x load time: %d x %.0f s = %.0f s -> rollout / limit = %.1f x" % (
+        len(batches), LOAD_SECONDS, floor, summary["wall_s"] / floor))
+    per_batch = summary["wall_s"] / len(batches)
+    print("per batch: %.1f s on average (the limit is %.0f s per batch)" % (per_batch, LOAD_SECONDS))
+    tth = [h["time_to_healthy_s"] for h in summary["hosts"] if h.get("time_to_healthy_s")]
+    print("time to healthy per host (s): min %.1f, median %.1f, max %.1f" % (min(tth), statistics.median(tth), max(tth)))
+    print("results: %s" % summary["counts"])
+    load = result["load"]
+    if load:
         print("load through the router: sent %d, ok %d, FAILED %d; latency p50 %s ms, p99 %s ms, max %s ms; %.0f s" % (
             load["sent"], load["ok"], load["failed"], load["latency_ms"]["p50"], load["latency_ms"]["p99"],
             load["latency_ms"]["max"], load["finished"] - load["started"]))
         if load["failures"]:
             print("first failures: %s" % load["failures"][:5])
-        return 0
-    finally:
-        if not args.keep:
-            remove_containers(names)
+    return 0
 
 
 if __name__ == "__main__":

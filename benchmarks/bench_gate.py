@@ -12,6 +12,8 @@ Needs ansible (this venv) and supervisor (`pip install supervisor==4.3.0`) for t
 """
 
 import argparse
+import contextlib
+import datetime
 import json
 import os
 import shutil
@@ -62,13 +64,17 @@ def double_env(tmp, **more):
     return env
 
 
-def gate_latency(tmp, load, server_args=(), **gate_args):
+@contextlib.contextmanager
+def running_double(tmp, load, server_args=(), **env):
+    """Start the double (``python -m sglang.launch_server``) on a free port, in its own session, and poll its /health
+    every 20 ms from a thread. Yields ``{'proc', 'port', 'started' (epoch s), 'healthy_at' (list, the epoch s of the
+    first 200 once seen)}``; the double's process group is killed on exit. ``env`` adds SGLANG_DOUBLE_* knobs."""
     port = free_port()
     started = time.time()
     proc = subprocess.Popen([sys.executable, "-m", "sglang.launch_server", "--model-path", model_dir(tmp), "--port", str(port)]
                             + list(server_args),
                             env=double_env(tmp, SGLANG_DOUBLE_LOAD_SECONDS=str(load), SGLANG_DOUBLE_WARMUP_SECONDS="1",
-                                           SGLANG_DOUBLE_HEALTH_DELAY="0.05"),
+                                           SGLANG_DOUBLE_HEALTH_DELAY="0.05", **env),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     healthy_at = []
 
@@ -84,21 +90,69 @@ def gate_latency(tmp, load, server_args=(), **gate_args):
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
     try:
-        args = {"port": port, "manager": "none", "started_at": started, "interval": 1, "round_seconds": 120,
-                "progress_file": os.path.join(tmp, "gate.json")}
+        yield {"proc": proc, "port": port, "started": started, "healthy_at": healthy_at}
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+        poller.join(5)
+
+
+def gate_latency(tmp, load, server_args=(), **gate_args):
+    """Time (s) from the double's first /health 200 to inferops.sglang.server_health returning (key ``latency``)."""
+    with running_double(tmp, load, server_args) as double:
+        args = {"port": double["port"], "manager": "none", "started_at": double["started"], "interval": 1,
+                "round_seconds": 120, "progress_file": os.path.join(tmp, "gate.json")}
         args.update(gate_args)
         result = gate(args)
-        done = started + result["elapsed"]
-        poller.join(5)
-        return {"state": result["state"], "reason": result.get("reason"), "first_200": healthy_at[0] - started,
+        done = double["started"] + result["elapsed"]
+        for dummy in range(250):
+            if double["healthy_at"]:
+                break
+            time.sleep(0.02)
+        healthy_at = double["healthy_at"]
+        return {"state": result["state"], "reason": result.get("reason"), "first_200": healthy_at[0] - double["started"],
                 "gate_ready": result["elapsed"], "latency": done - healthy_at[0],
                 "smoke": result["smoke_latencies"]}
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
-def fail_fast(tmp, load, supervisord):
+def uri_peer(tmp, port, budget, delay=5):
+    """The common peer pattern: an ansible-playbook run of one ``ansible.builtin.uri`` task polling /health with
+    ``until``/``retries`` (budget / delay)/``delay``. Returns ``{'ok' (bool), 'end' (epoch s the task ended, from
+    the json callback)}``."""
+    play = [{"name": "uri peer", "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [{
+        "name": "Wait for /health", "register": "health", "until": "health.status == 200",
+        "retries": max(1, int(round(budget / float(delay)))), "delay": delay,
+        "ansible.builtin.uri": {"url": "http://127.0.0.1:%d/health" % port, "status_code": 200, "timeout": 5}}]}]
+    path = os.path.join(tmp, "uri-peer.yml")
+    with open(path, "w") as handle:
+        json.dump(play, handle)   # JSON is YAML
+    env = dict(os.environ, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0")
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", path], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env, check=False)
+    task = json.loads(proc.stdout[proc.stdout.index("{"):])["plays"][0]["tasks"][0]
+    end = datetime.datetime.fromisoformat(task["task"]["duration"]["end"].replace("Z", "+00:00")).timestamp()
+    return {"ok": not task["hosts"]["localhost"].get("failed"), "end": end}
+
+
+def peer_latency(tmp, load, budget):
+    """Time (s) from the double's first /health 200 to the uri peer's task ending (key ``latency``)."""
+    with running_double(tmp, load) as double:
+        result = uri_peer(tmp, double["port"], budget)
+        return {"ok": result["ok"], "latency": result["end"] - double["healthy_at"][0]}
+
+
+def peer_crash(tmp, load, budget):
+    """Time (s) from the double's crash during load (half the load) to the uri peer's task failing."""
+    with running_double(tmp, load, SGLANG_DOUBLE_FAIL="crash_during_load") as double:
+        result = uri_peer(tmp, double["port"], budget)
+        return {"ok": result["ok"], "after_crash": result["end"] - (double["started"] + load / 2.0)}
+
+
+def fail_fast(tmp, load, supervisord, budget=120):
     conf = os.path.join(tmp, "supervisord.conf")
     sock = os.path.join(tmp, "supervisor.sock")
     port = free_port()
@@ -128,7 +182,7 @@ def fail_fast(tmp, load, supervisord):
         pid = int(status.split("pid ")[1].split(",")[0])
         result = gate({"port": port, "manager": "supervisord", "service": "sglang", "supervisor_config": conf,
                        "supervisorctl": supervisorctl, "baseline": {"pid": pid}, "started_at": started,
-                       "interval": 1, "round_seconds": 120, "budget": 120, "log_file": os.path.join(tmp, "sglang.log"),
+                       "interval": 1, "round_seconds": 120, "budget": budget, "log_file": os.path.join(tmp, "sglang.log"),
                        "progress_file": os.path.join(tmp, "gate-ff.json")})
         crashed_at = load / 2.0  # the double crashes halfway through its load
         return {"failed": result.get("failed"), "reason": result.get("reason"), "gate_failed_at": result["elapsed"],

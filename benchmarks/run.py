@@ -1,0 +1,473 @@
+"""The benchmark suite of issue 14: one command, one table with each goal beside its measured figure.
+
+Run (as root, in the venv, after scripts/setup.sh; the base image inferops-sglang/debian12-systemd must exist):
+    .venv/bin/python benchmarks/run.py [--collection PATH] [--quick] [--json OUT] [--pairs 5] [--workers 4]
+
+--collection PATH   the checkout whose roles, playbooks and scenario files are measured (default: the repository
+                    this script is in); a temporary ansible_collections/inferops/sglang link to it goes first on
+                    ANSIBLE_COLLECTIONS_PATH, so the same suite gives "before" and "after" figures of two checkouts.
+--quick             a smoke run: 2 pairs for (c), 2 workers for (d), 2 gate runs, a 30 s budget for (b).
+--json OUT          also write every figure (and the per-run samples) as JSON.
+--only a,b,c,d,e    run some rows only ((e) comes with (c): both use the converged container).
+
+Rows (ratios rather than absolute times: this machine is shared and noisy):
+ (a) gate latency: time from the double first answering /health 200 (an independent 20 ms poller) to the
+     collection's gate, inferops.sglang.server_health, returning ready (incl. its chat completions), against the
+     common peer pattern: an ansible-playbook run of one ``ansible.builtin.uri`` task with until/retries/delay: 5
+     polling /health of the same double. The double's load time is spread over one delay (load + 5 k / runs s) so
+     that the peer's polling phase is sampled evenly. Medians; goal: ratio < 1.
+ (b) crash during load (SGLANG_DOUBLE_FAIL=crash_during_load, at half the load) to the failed gate (the double
+     under supervisord, as the no-systemd fallback runs it; bench_gate.fail_fast) against the same uri peer given
+     the same budget (it can only run out of retries). Goal: ratio < 1.
+ (c) a converged ``site.yml`` re-run against ``ansible -m setup`` on the same host: a systemd container
+     (inferops-bench-host, made as scripts/demo.sh makes sglang-demo) put in the reference state and converged once,
+     docker connection, pipelining on (as the molecule config). Paired runs in alternating order; the figure is
+     the median of the per-pair ratios. Goal: <= 2.0.
+ (d) a rollout of N servers (default 4) through the real sglang-router (bench_fleet.rollout: the fleet scenario's
+     prepare and converge, site.yml under load). Wall time (the fleet summary's wall_s, plan to last summary)
+     against the limit sum over batches of (drain + load + gate) - drain: the "Router - out" task, load + gate:
+     from the start of "Note when the service is started" to the end of the last start gate round, both from
+     ansible.posix.profile_tasks' per-task times (the tasks between start and gate count as load); and the
+     orchestration overhead per batch (wall - drains - gates) / batches, goal <= 15 s. The top tasks of the
+     remaining time are printed below the table.
+ (e) tasks per host (the recap: ok + failed + skipped + unreachable) and module round-trips per host of a
+     converged run: a ``docker`` shim first on PATH logs every docker CLI call of the community.docker.docker
+     connection (``docker exec`` = one round-trip: a module run, or a file put with dd; ``docker cp`` = a fetch),
+     then runs the real docker. The count is checked first on a playbook of known size (3 module tasks).
+
+Containers are named inferops-bench-*; they are removed at the end. Asserts nothing: exit status 0 unless a
+step could not run.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench_fleet  # noqa: E402  pylint: disable=wrong-import-position
+import bench_gate  # noqa: E402  pylint: disable=wrong-import-position
+
+REPO = os.path.abspath(os.path.join(HERE, ".."))
+BIN = os.path.dirname(sys.executable)
+HOST = "inferops-bench-host"
+PEER_DELAY = 5
+COLUMNS = ("row", "measured", "comparison", "ratio", "goal", "met")
+PROFILE_LINE = re.compile(r"\((\d+):(\d\d):(\d\d(?:\.\d+)?)\)\s+(\d+):(\d\d):(\d\d(?:\.\d+)?)\s\*+\s*$")
+HEADER = re.compile(r"^(TASK|RUNNING HANDLER) \[(.*)\] \*+\s*$")
+PLAY = re.compile(r"^PLAY \[(.*)\] \*+\s*$")
+RECAP = re.compile(r"^(\S+)\s+:\s+((?:\w+=\d+\s*)+)$")
+EXEC_VALUE_OPTIONS = ("-u", "--user", "-e", "--env", "-w", "--workdir", "--detach-keys")
+
+
+# ---- pure helpers (tests/unit/benchmarks/test_run.py) ----
+
+def median_of_ratios(pairs):
+    """Median of a / b over ``pairs`` [(a, b), ...] (seconds, b > 0); raises ValueError when empty."""
+    if not pairs:
+        raise ValueError("no pairs")
+    return statistics.median(a / b for a, b in pairs)
+
+
+def format_table(rows, columns=COLUMNS):
+    """Plain-text table: ``rows`` are dicts keyed by ``columns`` (missing -> ''); returns a list of lines (header,
+    rule, rows), each column as wide as its widest cell."""
+    cells = [[str(c) for c in columns]] + [[str(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return lines
+
+
+def parse_recap(text):
+    """PLAY RECAP of ansible-playbook output -> {host: {'ok': n, 'changed': n, ...}} (the last recap wins)."""
+    hosts, in_recap = {}, False
+    for line in text.splitlines():
+        if line.startswith("PLAY RECAP"):
+            hosts, in_recap = {}, True
+            continue
+        if not in_recap or not line.strip():
+            continue
+        match = RECAP.match(line.strip())
+        if not match:
+            in_recap = False
+            continue
+        hosts[match.group(1)] = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", match.group(2)))
+    return hosts
+
+
+def tasks_of(counts):
+    """Tasks a host went through, from its recap counts (ok includes changed; rescued/ignored are in ok/failed)."""
+    return sum(counts.get(k, 0) for k in ("ok", "failed", "skipped", "unreachable"))
+
+
+def parse_docker_log(lines):
+    """Lines of the docker shim (each a call's arguments joined by tabs) -> {container: {'exec': n, 'cp': n}} plus
+    the key None -> {subcommand: n} for calls that name no container (version, inspect, ...)."""
+    calls = {None: {}}
+    for line in lines:
+        args = [a for a in line.rstrip("\n").split("\t") if a != ""]
+        while args and args[0].startswith("-"):   # global options (--host H, -H H, --config C)
+            args = args[2:] if args[0] in ("-H", "--host", "--config", "--context", "-c") else args[1:]
+        if not args:
+            continue
+        sub, rest = args[0], args[1:]
+        container = None
+        if sub == "exec":
+            while rest and rest[0].startswith("-"):
+                rest = rest[2:] if rest[0] in EXEC_VALUE_OPTIONS else rest[1:]
+            container = rest[0] if rest else None
+        elif sub == "cp" and len(rest) >= 2:
+            container = next((a.split(":", 1)[0] for a in rest if ":" in a and not a.startswith("/")), None)
+        if container:
+            calls.setdefault(container, {"exec": 0, "cp": 0})[sub] += 1
+        else:
+            calls[None][sub] = calls[None].get(sub, 0) + 1
+    return calls
+
+
+def _seconds(hours, minutes, seconds):
+    return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+def parse_profile_stream(text):
+    """ansible-playbook output with ansible.posix.profile_tasks -> [{'play', 'play_no' (1-based count of PLAY
+    banners; a serial play prints one per batch), 'task', 'start' (s since the run began), 'duration' (s)}] in run
+    order. A task's duration is the time until the next task (or the end) began, as profile_tasks counts it."""
+    tasks = []
+    play, play_no, pending = "", 0, None
+    for line in text.splitlines():
+        match = PLAY.match(line)
+        if match:
+            play, play_no = match.group(1), play_no + 1
+            continue
+        match = HEADER.match(line)
+        if match:
+            pending = match.group(2)
+            continue
+        match = PROFILE_LINE.search(line)
+        if match:
+            now = _seconds(*match.groups()[3:])
+            if tasks and tasks[-1]["duration"] is None:
+                tasks[-1]["duration"] = now - tasks[-1]["start"]
+            if pending is not None:
+                tasks.append({"play": play, "play_no": play_no, "task": pending, "start": now, "duration": None})
+                pending = None
+    return [t for t in tasks if t["duration"] is not None]
+
+
+def batch_breakdown(tasks, rollout_play, drain_task, start_task, gate_task):
+    """Per batch of the serial play named ``rollout_play``: {'wall', 'drain', 'gate', 'overhead'} (s). drain: the
+    summed durations of the tasks whose name contains ``drain_task``; gate (load + gate): the span from the start of
+    the first task whose name contains ``start_task`` (the service's start) to the end of the last one containing
+    ``gate_task`` (the tasks run on every host of the batch at once); overhead: the rest of the batch's wall time."""
+    batches = {}
+    for task in tasks:
+        if task["play"] != rollout_play:
+            continue
+        batch = batches.setdefault(task["play_no"], {"wall": 0.0, "drain": 0.0, "began": None, "ready": None})
+        batch["wall"] += task["duration"]
+        if drain_task in task["task"]:
+            batch["drain"] += task["duration"]
+        elif start_task in task["task"] and batch["began"] is None:
+            batch["began"] = task["start"]
+        elif gate_task in task["task"] and batch["began"] is not None:
+            batch["ready"] = task["start"] + task["duration"]
+    rows = []
+    for key in sorted(batches):
+        batch = batches[key]
+        gate = batch["ready"] - batch["began"] if batch["ready"] is not None else 0.0
+        rows.append({"wall": batch["wall"], "drain": batch["drain"], "gate": gate,
+                     "overhead": batch["wall"] - batch["drain"] - gate})
+    return rows
+
+
+def top_tasks(tasks, exclude, count=10):
+    """The ``count`` task names with the most time summed over the run (names containing any of ``exclude`` left out):
+    [(name, seconds, instances)]."""
+    total = {}
+    for task in tasks:
+        if any(word in task["task"] for word in exclude):
+            continue
+        seconds, times = total.get(task["task"], (0.0, 0))
+        total[task["task"]] = (seconds + task["duration"], times + 1)
+    ranked = sorted(total.items(), key=lambda item: -item[1][0])[:count]
+    return [(name, seconds, times) for name, (seconds, times) in ranked]
+
+
+# ---- measurements ----
+
+def say(msg):
+    print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def collection_env(collection, tmp):
+    """Point ANSIBLE_COLLECTIONS_PATH (in os.environ, for every ansible run of the suite) at ``collection``."""
+    link = os.path.join(tmp, "colls", "ansible_collections", "inferops")
+    os.makedirs(link)
+    os.symlink(collection, os.path.join(link, "sglang"))
+    colls = os.path.join(tmp, "colls")
+    site = [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(os.path.join(p, "ansible_collections"))]
+    os.environ["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join([colls] + site[:1])
+    os.environ["PYTHONPATH"] = colls
+    return colls
+
+
+def role_default(collection, role, name):
+    import yaml  # pylint: disable=import-outside-toplevel
+    with open(os.path.join(collection, "roles", role, "defaults", "main.yml")) as handle:
+        return yaml.safe_load(handle)[name]
+
+
+def in_tmp(func, *args, **kwargs):
+    tmp = tempfile.mkdtemp(prefix="inferops-bench-")
+    try:
+        return func(tmp, *args, **kwargs)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure_gate(runs, budget):
+    loads = [4.0 + PEER_DELAY * k / float(runs) for k in range(runs)]
+    gates, peers = [], []
+    for load in loads:
+        gates.append(in_tmp(bench_gate.gate_latency, load)["latency"])
+        peers.append(in_tmp(bench_gate.peer_latency, load, budget)["latency"])
+        say("(a) load %.1f s: gate %.2f s, uri peer %.2f s after the first 200" % (load, gates[-1], peers[-1]))
+    return {"gate": gates, "peer": peers, "loads": loads}
+
+
+def measure_crash(runs, budget, load=4.0):
+    supervisord = shutil.which("supervisord", path=BIN + os.pathsep + os.environ.get("PATH", ""))
+    if not supervisord:
+        raise RuntimeError("supervisord not installed: pip install supervisor==4.3.0")
+    gates = []
+    for dummy in range(runs):
+        result = in_tmp(bench_gate.fail_fast, load, supervisord, budget)
+        gates.append(result["after_crash"])
+        say("(b) gate failed %.2f s after the crash: %s" % (gates[-1], (result["reason"] or "")[:80]))
+    peer = in_tmp(bench_gate.peer_crash, load, budget)
+    say("(b) uri peer (budget %d s) failed %.1f s after the crash" % (budget, peer["after_crash"]))
+    return {"gate": gates, "peer": [peer["after_crash"]], "budget": budget}
+
+
+def ansible_env(**more):
+    env = dict(os.environ, ANSIBLE_PIPELINING="1", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    env.update(more)
+    return env
+
+
+def run_timed(cmd, log, env=None):
+    started = time.time()
+    with open(log, "w") as handle:
+        rc = subprocess.run(cmd, stdout=handle, stderr=subprocess.STDOUT, env=env or ansible_env(), check=False).returncode
+    elapsed = time.time() - started
+    with open(log) as handle:
+        return rc, elapsed, handle.read()
+
+
+def make_host(tmp, collection):
+    """The systemd container HOST in the reference state, converged once; returns its inventory directory."""
+    bench_fleet.start_containers([HOST])
+    inv = os.path.join(tmp, "inventory")
+    os.makedirs(inv)
+    os.symlink(os.path.join(collection, "inventory", "demo", "group_vars"), os.path.join(inv, "group_vars"))
+    with open(os.path.join(inv, "hosts.yml"), "w") as handle:
+        conn = {"ansible_connection": "community.docker.docker", "ansible_python_interpreter": "/usr/bin/python3"}
+        json.dump({"sglang_servers": {"hosts": {HOST: conn}}}, handle)
+    playbook = os.path.join(BIN, "ansible-playbook")
+    for name, path in (("prepare", os.path.join(collection, "extensions", "molecule", "resources", "prepare_reference.yml")),
+                       ("converge", os.path.join(collection, "site.yml"))):
+        rc, elapsed, out = run_timed([playbook, "-i", inv, path], os.path.join(tmp, name + ".log"))
+        say("(c) %s: rc %d, %.0f s" % (name, rc, elapsed))
+        if rc:
+            raise RuntimeError("%s failed:\n%s" % (name, out[-3000:]))
+    return inv
+
+
+def measure_converged(tmp, collection, inv, pairs):
+    site = [os.path.join(BIN, "ansible-playbook"), "-i", inv, os.path.join(collection, "site.yml")]
+    setup = [os.path.join(BIN, "ansible"), "-i", inv, HOST, "-m", "ansible.builtin.setup"]
+    samples, recap = [], {}
+    for number in range(pairs):
+        order = ("site", "setup") if number % 2 == 0 else ("setup", "site")
+        times = {}
+        for what in order:
+            rc, times[what], out = run_timed(site if what == "site" else setup, os.path.join(tmp, "%s-%d.log" % (what, number)))
+            if rc:
+                raise RuntimeError("%s re-run failed:\n%s" % (what, out[-3000:]))
+            if what == "site":
+                recap = parse_recap(out).get(HOST, {})
+        samples.append((times["site"], times["setup"]))
+        say("(c) pair %d (%s first): site.yml %.1f s, setup %.1f s, ratio %.1f; recap %s" % (
+            number + 1, order[0], times["site"], times["setup"], times["site"] / times["setup"], recap))
+    return {"pairs": samples, "recap": recap}
+
+
+def measure_round_trips(tmp, collection, inv):
+    """Round-trips per host of a converged site.yml run, counted by a docker shim; checked on a 3-task playbook."""
+    shim_dir = os.path.join(tmp, "shim")
+    os.makedirs(shim_dir)
+    log = os.path.join(tmp, "docker-calls.log")
+    real = shutil.which("docker")
+    with open(os.path.join(shim_dir, "docker"), "w") as handle:
+        handle.write('#!/bin/bash\nline=""\nfor a in "$@"; do a="${a//$\'\\n\'/ }"; line+="${a//$\'\\t\'/ }"$\'\\t\'; done\n'
+                     'printf \'%%s\\n\' "$line" >> %s\nexec %s "$@"\n' % (log, real))
+    os.chmod(os.path.join(shim_dir, "docker"), 0o755)
+    env = ansible_env(PATH=shim_dir + os.pathsep + os.environ["PATH"])
+    known = os.path.join(tmp, "known.yml")
+    with open(known, "w") as handle:
+        json.dump([{"hosts": HOST, "gather_facts": False, "tasks": [
+            {"ansible.builtin.ping": {}}, {"ansible.builtin.command": "true", "changed_when": False},
+            {"ansible.builtin.stat": {"path": "/"}}]}], handle)
+    counts = {}
+    for name, cmd in (("known", [os.path.join(BIN, "ansible-playbook"), "-i", inv, known]),
+                      ("site", [os.path.join(BIN, "ansible-playbook"), "-i", inv, os.path.join(collection, "site.yml")])):
+        open(log, "w").close()
+        rc, dummy, out = run_timed(cmd, os.path.join(tmp, "shim-%s.log" % name), env)
+        if rc:
+            raise RuntimeError("%s run with the docker shim failed:\n%s" % (name, out[-3000:]))
+        with open(log) as handle:
+            counts[name] = parse_docker_log(handle)
+    known_exec = counts["known"].get(HOST, {}).get("exec", 0)
+    say("(e) check: a playbook of 3 module tasks made %d docker exec calls (expected 3 with pipelining); other calls %s"
+        % (known_exec, counts["known"][None]))
+    return {"known_exec": known_exec, "site": counts["site"].get(HOST, {"exec": 0, "cp": 0}), "other": counts["site"][None]}
+
+
+ROLLOUT_PLAY = "Make the SGLang server on each host a health-gated service, batch by batch"
+DRAIN_TASK = "Router - out"
+START_TASK = "Note when the service is started"
+GATE_TASK = "Gate - TCP, /health"
+
+
+def measure_rollout(workers, collection, colls):
+    tmp = tempfile.mkdtemp(prefix="inferops-bench-fleet-")
+    result = bench_fleet.rollout(workers, tmp, repo=collection, collections=colls, say=lambda m: say("(d) " + m))
+    summary = result["summary"]
+    if not summary or result["rc"]:
+        with open(result["converge_log"]) as handle:
+            raise RuntimeError("rollout failed (logs in %s):\n%s" % (tmp, handle.read()[-3000:]))
+    with open(result["converge_log"]) as handle:
+        tasks = parse_profile_stream(handle.read())
+    batches = batch_breakdown(tasks, ROLLOUT_PLAY, DRAIN_TASK, START_TASK, GATE_TASK)
+    limit = sum(b["drain"] + b["gate"] for b in batches)
+    rollout_tasks = [t for t in tasks if t["play"] == ROLLOUT_PLAY]
+    return {"wall": summary["wall_s"], "batches": batches, "limit": limit, "n_batches": len(summary["plan"]["batches"]),
+            "overhead_per_batch": (summary["wall_s"] - limit) / max(1, len(batches)), "counts": summary["counts"],
+            "load_failed": (result["load"] or {}).get("failed"), "logs": tmp,
+            "top": top_tasks(rollout_tasks, (DRAIN_TASK, GATE_TASK)), "before_rollout": sum(
+                t["duration"] for t in tasks if t["play"] != ROLLOUT_PLAY and t["start"] < (rollout_tasks or [{"start": 0}])[0]["start"])}
+
+
+# ---- the table ----
+
+def met(value, goal):
+    return "yes" if value <= goal else "NO"
+
+
+def build_rows(fig):
+    rows = []
+    if "a" in fig:
+        gate, peer = statistics.median(fig["a"]["gate"]), statistics.median(fig["a"]["peer"])
+        rows.append({"row": "(a) gate latency after first healthy", "measured": "%.2f s (median of %d)" % (gate, len(fig["a"]["gate"])),
+                     "comparison": "%.2f s uri until/delay 5" % peer, "ratio": "%.2f" % (gate / peer), "goal": "< 1",
+                     "met": "yes" if gate < peer else "NO"})
+    if "b" in fig:
+        gate, peer = statistics.median(fig["b"]["gate"]), statistics.median(fig["b"]["peer"])
+        rows.append({"row": "(b) crash during load -> failed gate", "measured": "%.2f s (median of %d)" % (gate, len(fig["b"]["gate"])),
+                     "comparison": "%.1f s uri, budget %d s" % (peer, fig["b"]["budget"]), "ratio": "%.3f" % (gate / peer),
+                     "goal": "< 1", "met": "yes" if gate < peer else "NO"})
+    if "c" in fig:
+        pairs = fig["c"]["pairs"]
+        ratio = median_of_ratios(pairs)
+        rows.append({"row": "(c) converged site.yml re-run", "measured": "%.1f s (median of %d)" % (
+            statistics.median(p[0] for p in pairs), len(pairs)), "comparison": "%.1f s ansible -m setup" % statistics.median(
+            p[1] for p in pairs), "ratio": "%.1f (median of pair ratios)" % ratio, "goal": "<= 2.0", "met": met(ratio, 2.0)})
+    if "d" in fig:
+        d = fig["d"]
+        rows.append({"row": "(d) rollout of %d servers, %d batches" % (d["workers"], d["n_batches"]), "measured": "%.1f s wall" % d["wall"],
+                     "comparison": "%.1f s = sum(drain+load+gate)" % d["limit"], "ratio": "%.1f" % (d["wall"] / d["limit"]),
+                     "goal": "-", "met": "-"})
+        rows.append({"row": "(d) orchestration overhead per batch", "measured": "%.1f s" % d["overhead_per_batch"],
+                     "comparison": "15 s", "ratio": "%.1f" % (d["overhead_per_batch"] / 15.0), "goal": "<= 15 s",
+                     "met": met(d["overhead_per_batch"], 15.0)})
+    if "e" in fig:
+        e = fig["e"]
+        recap = fig["c"]["recap"]
+        rows.append({"row": "(e) tasks per host, converged", "measured": "%d" % tasks_of(recap),
+                     "comparison": "ok=%d changed=%d skipped=%d" % (recap.get("ok", 0), recap.get("changed", 0), recap.get("skipped", 0)),
+                     "ratio": "-", "goal": "fewer", "met": "-"})
+        rows.append({"row": "(e) module round-trips per host", "measured": "%d docker exec" % e["site"]["exec"],
+                     "comparison": "+%d docker cp; other CLI calls %d" % (e["site"]["cp"], sum(e["other"].values())),
+                     "ratio": "-", "goal": "fewer", "met": "-"})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--collection", default=REPO, help="checkout whose roles are measured (default: this repository)")
+    ap.add_argument("--quick", action="store_true", help="smoke run: fewer pairs and runs, 2 workers")
+    ap.add_argument("--json", dest="json_out", help="write the figures as JSON here")
+    ap.add_argument("--pairs", type=int, help="(c) paired runs (default 5, --quick 2)")
+    ap.add_argument("--workers", type=int, help="(d) servers behind the router (default 4, --quick 2)")
+    ap.add_argument("--runs", type=int, help="(a), (b) gate runs (default 5, --quick 2)")
+    ap.add_argument("--only", default="a,b,c,d,e", help="comma-separated rows to run (e needs c)")
+    args = ap.parse_args()
+    collection = os.path.abspath(args.collection)
+    pairs = args.pairs or (2 if args.quick else 5)
+    workers = args.workers or (2 if args.quick else 4)
+    runs = args.runs or (2 if args.quick else 5)
+    only = set(args.only.split(","))
+    tmp = tempfile.mkdtemp(prefix="inferops-bench-run-")
+    colls = collection_env(collection, tmp)
+    began = time.time()
+    say("measuring %s (collections: %s); logs in %s" % (collection, colls, tmp))
+    fig = {"collection": collection, "quick": args.quick}
+    try:
+        if "a" in only:
+            fig["a"] = measure_gate(runs, float(role_default(collection, "cutover", "cutover_health_budget")))
+        if "b" in only:
+            fig["b"] = measure_crash(runs, 30 if args.quick else 120)
+        if "c" in only:
+            try:
+                inv = make_host(tmp, collection)
+                fig["c"] = measure_converged(tmp, collection, inv, pairs)
+                if "e" in only:
+                    fig["e"] = measure_round_trips(tmp, collection, inv)
+            finally:
+                bench_fleet.remove_containers([HOST])
+        if "d" in only:
+            fig["d"] = measure_rollout(workers, collection, colls)
+            fig["d"]["workers"] = workers
+    finally:
+        fig["suite_s"] = time.time() - began
+        if args.json_out:
+            with open(args.json_out, "w") as handle:
+                json.dump(fig, handle, indent=2, default=str)
+    print()
+    print("inferops.sglang benchmarks - %s%s - suite took %.0f s" % (collection, " (quick)" if args.quick else "", fig["suite_s"]))
+    for line in format_table(build_rows(fig)):
+        print(line)
+    if "d" in fig:
+        d = fig["d"]
+        print()
+        print("(d) per batch (s): " + "; ".join("#%d wall %.1f = drain %.1f + load/gate %.1f + overhead %.1f" % (
+            i + 1, b["wall"], b["drain"], b["gate"], b["overhead"]) for i, b in enumerate(d["batches"])))
+        print("(d) before the first batch (plan, router plays): %.1f s; results %s; failed requests through the router: %s"
+              % (d["before_rollout"], d["counts"], d["load_failed"]))
+        print("(d) where the rest goes (profile_tasks, rollout play, summed over batches, drain and gate rounds left out):")
+        for name, seconds, times in d["top"]:
+            print("    %6.1f s  %2dx  %s" % (seconds, times, name))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The pure helpers of benchmarks/run.py (the suite of issue 14): median of pair ratios, the table, the recap,
+the docker shim's log and the profile_tasks stream."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', 'benchmarks'))
+import run  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def test_median_of_ratios_is_the_median_of_each_pairs_ratio():
+    # Not median(a) / median(b): (10/2, 30/3, 8/1) -> ratios 5, 10, 8 -> 8.
+    assert run.median_of_ratios([(10, 2), (30, 3), (8, 1)]) == 8
+    with pytest.raises(ValueError):
+        run.median_of_ratios([])
+
+
+def test_format_table_pads_columns():
+    lines = run.format_table([{'a': 'x', 'b': 'long cell'}, {'a': 'yyyy'}], columns=('a', 'b'))
+    assert lines == ['a     b', '----  ---------', 'x     long cell', 'yyyy']
+
+
+def test_parse_recap_and_tasks():
+    text = ('PLAY RECAP *****\nhost-1   : ok=104  changed=0    unreachable=0    failed=0    skipped=50   rescued=0    ignored=0\n'
+            'localhost : ok=3    changed=0    unreachable=0    failed=0    skipped=0    rescued=0    ignored=0   \n\n'
+            'Tuesday 01 December 2026  07:18:29 +0000 (0:00:00.100)       0:00:28.500 ****\n')
+    recap = run.parse_recap(text)
+    assert recap['host-1']['ok'] == 104 and recap['host-1']['skipped'] == 50 and set(recap) == {'host-1', 'localhost'}
+    assert run.tasks_of(recap['host-1']) == 154
+
+
+def test_parse_docker_log_counts_exec_and_cp_per_container():
+    lines = ['version\t--format\t{{.Server.Version}}\t\n',
+             'exec\t-i\th1\t/bin/sh\t-c\t/usr/bin/python3 && sleep 0\t\n',
+             'exec\t-u\troot\t-e\tA=1\t-i\th1\t/bin/sh\t-c\tdd of=/x bs=65536\t\n',
+             'cp\th1:/etc/hosts\t/tmp/out\t\n',
+             'inspect\t--format\t{{.Config.User}}\th1\t\n']
+    calls = run.parse_docker_log(lines)
+    assert calls['h1'] == {'exec': 2, 'cp': 1}
+    assert calls[None] == {'version': 1, 'inspect': 1}
+
+
+def test_parse_profile_stream_and_batches():
+    stamp = 'Tuesday 01 December 2026  07:18:29 +0000 (0:00:00.100)       0:00:%06.3f ****'
+    text = '\n'.join([
+        'PLAY [rollout] ***', 'TASK [r : Facts] ***', stamp % 1.0, 'ok: [w1]',
+        'TASK [r : Router - out] ***', stamp % 2.0,
+        'TASK [r : Note when the service is started] ***', stamp % 5.0,
+        'TASK [r : Start the service] ***', stamp % 5.5,
+        'TASK [r : Gate - TCP, /health (x) - start] ***', stamp % 7.0,
+        'TASK [r : Report] ***', stamp % 14.0,
+        'PLAY [rollout] ***', 'TASK [r : Facts] ***', stamp % 15.0,
+        'PLAY RECAP ***', stamp % 16.5])
+    tasks = run.parse_profile_stream(text)
+    assert [(t['play_no'], t['task'], t['duration']) for t in tasks] == [
+        (1, 'r : Facts', 1.0), (1, 'r : Router - out', 3.0), (1, 'r : Note when the service is started', 0.5),
+        (1, 'r : Start the service', 1.5), (1, 'r : Gate - TCP, /health (x) - start', 7.0), (1, 'r : Report', 1.0),
+        (2, 'r : Facts', 1.5)]
+    # load + gate: from the start's note (5.0) to the gate's end (14.0).
+    batches = run.batch_breakdown(tasks, 'rollout', 'Router - out', 'Note when the service is started', 'Gate - TCP')
+    assert batches == [{'wall': 14.0, 'drain': 3.0, 'gate': 9.0, 'overhead': 2.0},
+                       {'wall': 1.5, 'drain': 0.0, 'gate': 0.0, 'overhead': 1.5}]
+    assert run.top_tasks(tasks, ('Gate', 'Note', 'Start')) == [('r : Router - out', 3.0, 1), ('r : Facts', 2.5, 2), ('r : Report', 1.0, 1)]
