@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# PRIVATE: this module_utils is private to the inferops.sglang collection; it can change at any time.
+"""Whether files the collection lays down are already as they should be, so that a converged host needs no write.
+
+Each function answers "would the writing module leave this as it is?" conservatively: True only when the writing
+module (``ansible.builtin.file``, ``ansible.builtin.template``, ``ansible.builtin.blockinfile``) is certain to report
+no change; False sends the caller to that module, which then decides (and writes, with backup, check mode and diff)
+as it always did. A wrong False costs a round trip; a True is never wrong.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+import stat
+
+# A managed block of this collection in a text file (any of its markers), as the cuda_env role writes it.
+MANAGED_BLOCK = re.compile(r'(?s)# BEGIN inferops\.sglang managed block.*?# END inferops\.sglang managed block[^\n]*\n?')
+
+
+def octal_mode(mode):
+    """``'0644'`` (or ``'644'``, or an int) -> 0o644; None for a symbolic mode (``u=rw``) or None."""
+    if isinstance(mode, int):
+        return mode
+    if mode is None or not re.match(r'^0?[0-7]{3,4}$', str(mode)):
+        return None
+    return int(str(mode), 8)
+
+
+def attrs_match(st, uid=None, gid=None, mode=None):
+    """Whether an ``os.stat`` result has the owner, group and permission bits a file module would set.
+
+    :param st: an ``os.stat_result`` (or anything with ``st_uid``, ``st_gid``, ``st_mode``), or None (absent).
+    :param uid: wanted owner uid, or None (not managed).
+    :param gid: wanted group gid, or None (not managed).
+    :param mode: wanted mode (``'0644'`` or an int), or None (not managed). A symbolic mode never matches.
+    :returns: bool.
+    """
+    if st is None:
+        return False
+    if uid is not None and st.st_uid != uid:
+        return False
+    if gid is not None and st.st_gid != gid:
+        return False
+    if mode is not None:
+        wanted = octal_mode(mode)
+        if wanted is None or stat.S_IMODE(st.st_mode) != wanted:
+            return False
+    return True
+
+
+def block_unchanged(original, marker, block):
+    """Whether ``ansible.builtin.blockinfile`` (state present, BEGIN/END marks) leaves ``original`` as it is.
+
+    That is: the last line holding the BEGIN mark comes before the last line holding the END mark, the lines
+    between them are the block's, and the line before the block ends in a newline (blockinfile would add one).
+
+    :param original: the file's bytes, or None when it does not exist (blockinfile creates it: a change).
+    :param marker: blockinfile's ``marker`` (str with ``{mark}``).
+    :param block: blockinfile's ``block`` (str; a newline is added when it lacks one, as blockinfile does).
+    :returns: bool.
+    """
+    if original is None or not block:
+        return False
+    begin = (marker.replace('{mark}', 'BEGIN') + '\n').encode('utf-8')
+    end = (marker.replace('{mark}', 'END') + '\n').encode('utf-8')
+    body = block.encode('utf-8')
+    if not body.endswith(b'\n'):
+        body += b'\n'
+    lines = original.splitlines(True)
+    first = last = None
+    for index, line in enumerate(lines):
+        if line == begin:
+            first = index
+        if line == end:
+            last = index
+    if first is None or last is None or first > last:
+        return False
+    if first > 0 and not lines[first - 1].endswith(b'\n'):
+        return False
+    return lines[first:last + 1] == [begin] + body.splitlines(True) + [end]
+
+
+def shadowed_names(text, names):
+    """The names of ``names`` that ``text`` mentions outside this collection's managed blocks (hand-written settings
+    of the same variables), sorted as given.
+
+    :param text: the file's text (str), or None.
+    :param names: iterable of variable names.
+    :returns: list of names (substring match, as a reader of the file would find them).
+    """
+    outside = MANAGED_BLOCK.sub('', text or '')
+    return [name for name in names if name in outside]
+
+
+def is_regular(st):
+    """Whether an ``os.lstat`` result (or None) is a regular file (not a symlink)."""
+    return st is not None and stat.S_ISREG(st.st_mode)
+
+
+def is_directory(st):
+    """Whether an ``os.lstat`` result (or None) is a directory (not a symlink)."""
+    return st is not None and stat.S_ISDIR(st.st_mode)
