@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Pure helpers for the known-good configuration store (the manifest and the copies kept beside it).
+
+The store is a directory holding ``manifest.json`` (written by the known_good role's save.yml) and one copy of each
+live file the manifest lists under ``files`` (absolute paths), kept under the file's basename.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+import time
+
+MANIFEST = 'manifest.json'
+
+
+def parse_known_good_manifest(text, path):
+    """The text of a manifest (str) -> its mapping (dict).
+
+    Raises ValueError naming PATH when the text is not a JSON object, or when its ``files`` is not a list of
+    absolute paths.
+    """
+    try:
+        manifest = json.loads(text)
+    except ValueError as exc:
+        raise ValueError('%s is not valid JSON (%s): remove the known-good directory and run the site playbook again, '
+                         'which keeps the running configuration as the known-good one' % (path, exc))
+    if not isinstance(manifest, dict):
+        raise ValueError('%s holds a JSON %s, not an object: remove the known-good directory and run the site '
+                         'playbook again' % (path, type(manifest).__name__))
+    files = manifest.get('files', [])
+    if not isinstance(files, list) or not all(isinstance(f, str) and f.startswith('/') for f in files):
+        raise ValueError('%s: files must be a list of absolute paths (it is %r): remove the known-good directory and '
+                         'run the site playbook again' % (path, files))
+    return manifest
+
+
+def kept_copy_path(store_dir, live_path):
+    """Where the store keeps its copy of LIVE_PATH: STORE_DIR/basename(LIVE_PATH) (str)."""
+    return os.path.join(store_dir, os.path.basename(live_path))
+
+
+def known_good_differ(files, store_dir, checksum):
+    """The live files whose content differs from the copy kept of them, in manifest order (list of str).
+
+    FILES: the manifest's absolute live paths; CHECKSUM: a callable path -> a digest (str), or None when the path is
+    not a readable regular file. A file missing on both sides does not differ; missing on one side does.
+    """
+    return [path for path in files if checksum(path) != checksum(kept_copy_path(store_dir, path))]
+
+
+def known_good_manifest_text(manifest):
+    """The text written to manifest.json for MANIFEST (dict): JSON, keys sorted, indent 4, a final newline (str).
+
+    The same text as Ansible's ``to_nice_json`` filter followed by a newline.
+    """
+    return json.dumps(manifest, indent=4, sort_keys=True, separators=(',', ': '), ensure_ascii=False) + '\n'
+
+
+def history_to_prune(entries, keep):
+    """The history entries (paths, list of str) beyond the newest KEEP (int >= 0), newest first by name (the names are
+    UTC timestamps): the ones to delete (list of str)."""
+    return sorted(entries, reverse=True)[max(0, int(keep)):]
+
+
+def history_entry_name(epoch):
+    """The name of a history entry for EPOCH (seconds, float): its UTC time, e.g. 20261201T073002123456Z (str)."""
+    seconds = int(epoch)
+    return time.strftime('%Y%m%dT%H%M%S', time.gmtime(seconds)) + '%06dZ' % int(round((epoch - seconds) * 1e6) % 1000000)

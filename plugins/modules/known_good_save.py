@@ -1,0 +1,205 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: known_good_save
+short_description: Keep a service configuration as the known-good one, the previous one going to history, in one call
+version_added: 0.1.0
+description:
+  - Creates O(dir) and O(history_dir) (mode C(0700)) when they are missing.
+  - When O(dir) holds a C(manifest.json), copies everything in O(dir) into a new history entry,
+    O(history_dir)/C(<UTC timestamp>) (for example C(20261201T073002123456Z)), modes kept.
+  - Deletes the history entries (directories directly under O(history_dir), hidden ones excepted) beyond the newest
+    O(history), newest by name.
+  - Copies each of O(files) into O(dir) under its base name (mode C(0600); owned by root when the module runs as
+    root), then writes O(manifest) to C(manifest.json) (mode C(0600)) as JSON, keys sorted, indented by 4.
+  - One call does what the known_good role's C(file), C(stat), C(copy), C(find) and per-file C(file) and C(copy) tasks
+    did, so that keeping a configuration costs one round trip.
+  - File contents are never returned (environment files and secret files hold keys).
+author:
+  - inferops.sglang developers (@inferops)
+options:
+  dir:
+    description: Absolute path of the known-good directory on the target.
+    type: path
+    required: true
+  history_dir:
+    description: Absolute path of the history directory on the target.
+    type: path
+    required: true
+  history:
+    description: How many earlier known-good configurations to keep in O(history_dir).
+    type: int
+    default: 5
+  files:
+    description:
+      - Absolute paths of the files to keep (the live files of the service), copied under their base names.
+      - A file that does not exist fails the module (the known-good configuration would be incomplete).
+    type: list
+    elements: path
+    required: true
+  source_dir:
+    description:
+      - Take each file of O(files) from this directory (the same base name) instead of from its own path, for example a
+        configuration rendered into a staging directory that is not live yet. Empty - from the files' own paths.
+    type: path
+  manifest:
+    description: The manifest to write to C(manifest.json) (the known_good role's manifest schema).
+    type: dict
+    required: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Changes nothing; the result says whether the module would change something.
+  diff_mode:
+    support: none
+    details:
+      - No diff is returned (the files may hold secrets).
+  platform:
+    platforms: posix
+notes:
+  - A file of O(dir) that O(files) no longer lists stays (the history entry made from O(dir) keeps it too).
+'''
+
+EXAMPLES = r'''
+- name: Keep this configuration as the known-good one (the previous one goes to history)
+  inferops.sglang.known_good_save:
+    dir: /var/lib/inferops-sglang/known-good
+    history_dir: /var/lib/inferops-sglang/history
+    history: 5
+    files: [/etc/systemd/system/sglang.service, /etc/sglang/sglang.env]
+    manifest: {schema: 1, source: cutover, files: [/etc/systemd/system/sglang.service, /etc/sglang/sglang.env]}
+'''
+
+RETURN = r'''
+history_entry:
+  description: The history entry the previous known-good configuration was copied into; null when there was none.
+  returned: always
+  type: str
+  sample: /var/lib/inferops-sglang/history/20261201T073002123456Z
+pruned:
+  description: The history entries deleted (beyond the newest O(history)).
+  returned: always
+  type: list
+  elements: str
+  sample: [/var/lib/inferops-sglang/history/20261101T000000000000Z]
+copied:
+  description: The paths in O(dir) whose content, mode or owner changed (or would change, in check mode), manifest included.
+  returned: always
+  type: list
+  elements: str
+  sample: [/var/lib/inferops-sglang/known-good/sglang.env, /var/lib/inferops-sglang/known-good/manifest.json]
+'''
+
+import os
+import shutil
+import stat
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _known_good
+
+
+def _needs_write(path, data, mode):
+    try:
+        info = os.stat(path)
+        with open(path, 'rb') as handle:
+            same = handle.read() == data
+    except (IOError, OSError):
+        return True
+    owner_ok = os.geteuid() != 0 or (info.st_uid, info.st_gid) == (0, 0)
+    return not (same and stat.S_IMODE(info.st_mode) == mode and owner_ok)
+
+
+def _write(path, data, mode):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.' + os.path.basename(path) + '.')
+    try:
+        with os.fdopen(fd, 'wb') as handle:
+            handle.write(data)
+        os.chmod(tmp, mode)
+        if os.geteuid() == 0:
+            os.chown(tmp, 0, 0)
+        os.rename(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            dir=dict(type='path', required=True),
+            history_dir=dict(type='path', required=True),
+            history=dict(type='int', default=5),
+            files=dict(type='list', elements='path', required=True),
+            source_dir=dict(type='path'),
+            manifest=dict(type='dict', required=True),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    store, history_dir, check = params['dir'], params['history_dir'], module.check_mode
+    changed = False
+    # Every source first: a missing file fails before anything changes.
+    sources = []
+    for live in params['files']:
+        src = os.path.join(params['source_dir'], os.path.basename(live)) if params['source_dir'] else live
+        try:
+            with open(src, 'rb') as handle:
+                sources.append((_known_good.kept_copy_path(store, live), handle.read()))
+        except (IOError, OSError) as exc:
+            module.fail_json(msg='Could not read %s to keep it as known-good (%s): the service files must exist before '
+                             'the configuration is kept; run the service role first' % (src, exc))
+    try:
+        for directory in (store, history_dir):
+            if not os.path.isdir(directory) or stat.S_IMODE(os.stat(directory).st_mode) != 0o700:
+                changed = True
+                if not check:
+                    if not os.path.isdir(directory):
+                        os.makedirs(directory, 0o700)
+                    os.chmod(directory, 0o700)
+        entry = None
+        if os.path.isfile(os.path.join(store, _known_good.MANIFEST)):
+            entry = os.path.join(history_dir, _known_good.history_entry_name(time.time()))
+            changed = True
+            if not check:
+                shutil.copytree(store, entry)
+        entries = []
+        if os.path.isdir(history_dir):
+            entries = [os.path.join(history_dir, name) for name in os.listdir(history_dir)
+                       if not name.startswith('.') and os.path.isdir(os.path.join(history_dir, name))]
+        if check and entry:
+            entries.append(entry)
+        pruned = _known_good.history_to_prune(entries, params['history'])
+        for path in pruned:
+            changed = True
+            if not check:
+                shutil.rmtree(path)
+        manifest = _known_good.known_good_manifest_text(params['manifest']).encode('utf-8')
+        copied = []
+        for dest, data in sources + [(os.path.join(store, _known_good.MANIFEST), manifest)]:
+            if _needs_write(dest, data, 0o600):
+                copied.append(dest)
+                if not check:
+                    _write(dest, data, 0o600)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg='Could not keep the known-good configuration in %s (%s): check that the module runs as root '
+                         '(become) and that the disk is not full' % (store, exc))
+    module.exit_json(changed=changed or bool(copied), history_entry=entry, pruned=pruned, copied=copied)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""known_good_info: the store read and the live files compared in one call (what stat, slurp and a stat loop did)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.inferops.sglang.tests.unit.plugins.modules.module_args import patch_module_args
+
+from ansible_collections.inferops.sglang.plugins.modules import known_good_info
+
+
+class Done(Exception):
+    pass
+
+
+@pytest.fixture
+def result(monkeypatch):
+    def exit_json(self, **kwargs):
+        raise Done(dict(kwargs, failed=False))
+
+    def fail_json(self, msg, **kwargs):
+        raise Done(dict(kwargs, msg=msg, failed=True))
+
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+
+    def run(params, check_mode=False):
+        if check_mode:
+            params = dict(params, _ansible_check_mode=True)
+        with patch_module_args(params):
+            with pytest.raises(Done) as info:
+                known_good_info.main()
+        return info.value.args[0]
+    return run
+
+
+def write(path, text):
+    with open(str(path), 'w') as handle:
+        handle.write(text)
+    return str(path)
+
+
+def store(tmp_path, live):
+    kg = tmp_path / 'known-good'
+    kg.mkdir()
+    files = []
+    for name, (live_text, kept_text) in sorted(live.items()):
+        path = tmp_path / 'etc' / name
+        path.parent.mkdir(exist_ok=True)
+        if live_text is not None:
+            write(path, live_text)
+        if kept_text is not None:
+            write(kg / name, kept_text)
+        files.append(str(path))
+    write(kg / 'manifest.json', json.dumps({'schema': 1, 'source': 'cutover', 'files': files}))
+    return str(kg), files
+
+
+def test_no_store(tmp_path, result):
+    out = result({'dir': str(tmp_path / 'known-good')})
+    assert out == {'changed': False, 'exists': False, 'manifest': {}, 'differ': [], 'failed': False}
+
+
+@pytest.mark.parametrize('check_mode', [False, True])
+def test_reads_the_manifest_and_compares(tmp_path, result, check_mode):
+    """An environment file rendered by --tags sglang_service after the cutover saved the store differs."""
+    kg, files = store(tmp_path, {'sglang.service': ('unit', 'unit'), 'sglang.env': ('A=2\n', 'A=1\n'),
+                                 'cuda.env': ('', '')})
+    out = result({'dir': kg}, check_mode=check_mode)
+    assert out['changed'] is False and out['exists'] is True
+    assert out['manifest']['source'] == 'cutover' and out['manifest']['files'] == files
+    assert out['differ'] == [os.path.join(str(tmp_path), 'etc', 'sglang.env')]
+
+
+def test_missing_on_one_side_differs(tmp_path, result):
+    kg, dummy = store(tmp_path, {'config.yaml': (None, 'x: 1\n'), 'gone.yaml': (None, None)})
+    assert result({'dir': kg})['differ'] == [os.path.join(str(tmp_path), 'etc', 'config.yaml')]
+
+
+def test_bad_manifest_fails_with_the_fix(tmp_path, result):
+    kg = tmp_path / 'known-good'
+    kg.mkdir()
+    write(kg / 'manifest.json', '{broken')
+    out = result({'dir': str(kg)})
+    assert out['failed'] and 'manifest.json is not valid JSON' in out['msg'] and 'run the site playbook again' in out['msg']

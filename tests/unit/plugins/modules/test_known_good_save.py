@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""known_good_save: what the known_good role's save.yml did in eight tasks (directories, history entry, pruning, copies,
+manifest), in one call."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+import stat
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.inferops.sglang.tests.unit.plugins.modules.module_args import patch_module_args
+
+from ansible_collections.inferops.sglang.plugins.modules import known_good_save
+
+
+class Done(Exception):
+    pass
+
+
+@pytest.fixture
+def run(monkeypatch):
+    def exit_json(self, **kwargs):
+        raise Done(dict(kwargs, failed=False))
+
+    def fail_json(self, msg, **kwargs):
+        raise Done(dict(kwargs, msg=msg, failed=True))
+
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+
+    def call(params, check_mode=False):
+        if check_mode:
+            params = dict(params, _ansible_check_mode=True)
+        with patch_module_args(params):
+            with pytest.raises(Done) as info:
+                known_good_save.main()
+        return info.value.args[0]
+    return call
+
+
+def live(tmp_path, **files):
+    etc = tmp_path / 'etc'
+    etc.mkdir(exist_ok=True)
+    paths = []
+    for name, text in sorted(files.items()):
+        (etc / name).write_text(text)
+        paths.append(str(etc / name))
+    return paths
+
+
+def params(tmp_path, files, history=5, **extra):
+    out = dict(dir=str(tmp_path / 'state' / 'known-good'), history_dir=str(tmp_path / 'state' / 'history'),
+               history=history, files=files, manifest={'schema': 1, 'source': 'cutover', 'files': files})
+    out.update(extra)
+    return out
+
+
+def mode(path):
+    return stat.S_IMODE(os.stat(str(path)).st_mode)
+
+
+def test_first_save(tmp_path, run):
+    files = live(tmp_path, **{'sglang.env': 'A=1\n', 'sglang.service': '[Unit]\n'})
+    out = run(params(tmp_path, files))
+    kg = tmp_path / 'state' / 'known-good'
+    assert out['changed'] and out['history_entry'] is None and out['pruned'] == []
+    assert sorted(os.listdir(str(kg))) == ['manifest.json', 'sglang.env', 'sglang.service']
+    assert (kg / 'sglang.env').read_text() == 'A=1\n' and mode(kg / 'sglang.env') == 0o600
+    assert json.loads((kg / 'manifest.json').read_text())['files'] == files and mode(kg / 'manifest.json') == 0o600
+    assert mode(kg) == 0o700 and mode(tmp_path / 'state' / 'history') == 0o700
+    assert 'A=1' not in json.dumps(out)   # contents are never returned
+
+
+def test_second_save_moves_the_previous_one_to_history_and_prunes(tmp_path, run):
+    files = live(tmp_path, **{'sglang.env': 'A=1\n'})
+    history = tmp_path / 'state' / 'history'
+    history.mkdir(parents=True)
+    for name in ('20200101T000000000000Z', '20200102T000000000000Z', '.hidden'):
+        (history / name).mkdir()
+    run(params(tmp_path, files))
+    live(tmp_path, **{'sglang.env': 'A=2\n'})
+    out = run(params(tmp_path, files, history=2))
+    entry = out['history_entry']
+    assert (tmp_path / 'state' / 'known-good' / 'sglang.env').read_text() == 'A=2\n'
+    assert open(os.path.join(entry, 'sglang.env')).read() == 'A=1\n'
+    assert os.path.exists(os.path.join(entry, 'manifest.json'))
+    assert out['pruned'] == [str(history / '20200101T000000000000Z')]
+    assert sorted(os.listdir(str(history))) == sorted(['.hidden', '20200102T000000000000Z', os.path.basename(entry)])
+
+
+def test_source_dir(tmp_path, run):
+    """A configuration rendered into a staging directory (the service role's seed of a hand-started server)."""
+    files = ['/etc/sglang/not-live.env']
+    stage = tmp_path / 'stage'
+    stage.mkdir()
+    (stage / 'not-live.env').write_text('B=1\n')
+    run(params(tmp_path, files, source_dir=str(stage)))
+    assert (tmp_path / 'state' / 'known-good' / 'not-live.env').read_text() == 'B=1\n'
+
+
+def test_missing_file_fails_before_anything_changes(tmp_path, run):
+    out = run(params(tmp_path, [str(tmp_path / 'etc' / 'gone.env')]))
+    assert out['failed'] and 'gone.env' in out['msg'] and 'run the service role first' in out['msg']
+    assert not os.path.exists(str(tmp_path / 'state'))
+
+
+def test_check_mode_changes_nothing(tmp_path, run):
+    files = live(tmp_path, **{'sglang.env': 'A=1\n'})
+    out = run(params(tmp_path, files), check_mode=True)
+    assert out['changed'] and not os.path.exists(str(tmp_path / 'state'))
+
+
+def test_same_configuration_again_changes_only_the_history(tmp_path, run):
+    files = live(tmp_path, **{'sglang.env': 'A=1\n'})
+    run(params(tmp_path, files))
+    out = run(params(tmp_path, files, history=0))
+    assert out['copied'] == [] and out['history_entry'] in out['pruned']
