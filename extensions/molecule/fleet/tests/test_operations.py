@@ -17,6 +17,10 @@ from containers import start_load, stop_load
 KNOWN_GOOD = "/var/lib/inferops-sglang/known-good"
 HISTORY = "/var/lib/inferops-sglang/history"
 COLUMNS = ["host", "sglang", "args digest", "health", "router", "known-good age"]
+RECORD = "/root/production_v2.md"
+# The record's lines that describe the deployed service beyond its command line (boot, user and caches, sandbox,
+# the environment file's names, the CUDA/NCCL table's rows).
+SERVICE_LINES = ("- Start at boot:", "- Runs as:", "- Sandbox:", "- Variables of the server's own environment file:", "| `")
 
 
 def playbook(name, *args, timeout=900):
@@ -75,6 +79,10 @@ def history(name):
     return sorted(sh(name, "ls %s 2>/dev/null || true" % HISTORY).split())
 
 
+def service_lines(name):
+    return [line for line in sh(name, "cat %s" % RECORD).splitlines() if line.startswith(SERVICE_LINES)]
+
+
 def assert_serving():
     workers = router_workers()
     for name in WORKERS + ["fleet-r0"]:
@@ -122,6 +130,7 @@ def test_restart_rolls_every_server_canary_first():
     before = dict((name, main_pid(name)) for name in SERVERS)
     argv_before = dict((name, server_args(name)) for name in SERVERS)
     history_before = dict((name, history(name)) for name in SERVERS)
+    records_before = dict((name, service_lines(name)) for name in SERVERS)
     start_load(ROUTER)
     rc, out = playbook("restart")
     load = stop_load(ROUTER)
@@ -131,6 +140,10 @@ def test_restart_rolls_every_server_canary_first():
     assert dict((name, server_args(name)) for name in SERVERS) == argv_before
     # Nothing new became known-good (a restart is no configuration change).
     assert dict((name, history(name)) for name in SERVERS) == history_before
+    # The record the restart wrote describes the service as fully as the one site.yml wrote (kept in the manifest).
+    for name in SERVERS:
+        assert service_lines(name) == records_before[name], (name, records_before[name])
+        assert "- Start at boot: enabled (systemd)" in records_before[name], records_before[name]
     assert_serving()
     latest = json.load(open(os.path.join(SUMMARY_DIR, "latest.json")))
     assert latest["status"] == "complete", latest
