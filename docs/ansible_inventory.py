@@ -27,6 +27,7 @@ LABELS = {
     'common_return_values': ('reference_appendices/common_return_values.html#common-return-values',
                              'Return Values'),
     'playbooks_intro': ('playbook_guide/playbooks_intro.html#playbooks-intro', 'Ansible playbooks'),
+    'action_plugins': ('plugins/action.html#action-plugins', 'Action plugins'),
     'ansible_collections.ansible.builtin.index': ('collections/ansible/builtin/index.html#plugins-in-ansible-builtin',
                                                   'Ansible.Builtin'),
 }
