@@ -80,7 +80,10 @@ def history(name):
 
 
 def service_lines(name):
-    return [line for line in sh(name, "cat %s" % RECORD).splitlines() if line.startswith(SERVICE_LINES)]
+    """The record's service lines, and whether the record is of a healthy outcome (a rolled-back host's record
+    describes the configuration that failed, e.g. with the variable that made it fail)."""
+    text = sh(name, "cat %s" % RECORD)
+    return [line for line in text.splitlines() if line.startswith(SERVICE_LINES)], "- Outcome: healthy" in text
 
 
 def assert_serving():
@@ -140,10 +143,16 @@ def test_restart_rolls_every_server_canary_first():
     assert dict((name, server_args(name)) for name in SERVERS) == argv_before
     # Nothing new became known-good (a restart is no configuration change).
     assert dict((name, history(name)) for name in SERVERS) == history_before
-    # The record the restart wrote describes the service as fully as the one site.yml wrote (kept in the manifest).
+    # The record the restart wrote describes the service as fully as the one site.yml wrote (kept in the manifest):
+    # the same lines where that one was of a healthy outcome; on every host boot, sandbox and the CUDA/NCCL values.
     for name in SERVERS:
-        assert service_lines(name) == records_before[name], (name, records_before[name])
-        assert "- Start at boot: enabled (systemd)" in records_before[name], records_before[name]
+        lines, healthy = service_lines(name)
+        assert healthy, lines
+        assert "- Start at boot: enabled (systemd)" in lines and "- Sandbox: none" not in lines, (name, lines)
+        assert any(line.startswith("| `NCCL_") for line in lines), (name, lines)
+        if records_before[name][1]:
+            assert lines == records_before[name][0], (name, records_before[name][0])
+    assert [name for name in SERVERS if records_before[name][1]], records_before
     assert_serving()
     latest = json.load(open(os.path.join(SUMMARY_DIR, "latest.json")))
     assert latest["status"] == "complete", latest
