@@ -82,7 +82,8 @@ def history(name):
 def service_lines(name):
     """The record's service lines, and whether the record is of a healthy outcome (a rolled-back host's record
     describes the configuration that failed, e.g. with the variable that made it fail)."""
-    text = sh(name, "cat %s" % RECORD)
+    # Up to the hand-started server a first cutover replaced (a later record has none).
+    text = sh(name, "cat %s" % RECORD).split("## Hand-started server replaced")[0]
     return [line for line in text.splitlines() if line.startswith(SERVICE_LINES)], "- Outcome: healthy" in text
 
 
