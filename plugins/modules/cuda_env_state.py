@@ -248,28 +248,27 @@ def _read(path):
         return None
 
 
-def uid_of(name):
-    """The uid of a user name (or a numeric string), None when not given, -1 when unknown (never matches)."""
+def _id_of(name, lookup):
+    """The id LOOKUP (a name -> id callable) gives NAME (or a numeric string's int), None when NAME is None, -1 when
+    unknown (never matches)."""
     if name is None:
         return None
     if str(name).isdigit():
         return int(name)
     try:
-        return pwd.getpwnam(name).pw_uid
+        return lookup(name)
     except KeyError:
         return -1
+
+
+def uid_of(name):
+    """The uid of a user name (or a numeric string), None when not given, -1 when unknown (never matches)."""
+    return _id_of(name, lambda user: pwd.getpwnam(user).pw_uid)
 
 
 def gid_of(name):
     """The gid of a group name (or a numeric string), None when not given, -1 when unknown (never matches)."""
-    if name is None:
-        return None
-    if str(name).isdigit():
-        return int(name)
-    try:
-        return grp.getgrnam(name).gr_gid
-    except KeyError:
-        return -1
+    return _id_of(name, lambda group: grp.getgrnam(group).gr_gid)
 
 
 def env_dir_state(spec):

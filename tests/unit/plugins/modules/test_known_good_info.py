@@ -12,35 +12,14 @@ import os
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible_collections.inferops.sglang.tests.unit.plugins.modules.module_args import patch_module_args
+from ansible_collections.inferops.sglang.tests.unit.plugins.modules.module_args import module_result
 
 from ansible_collections.inferops.sglang.plugins.modules import known_good_info
 
 
-class Done(Exception):
-    pass
-
-
 @pytest.fixture
 def result(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise Done(dict(kwargs, failed=False))
-
-    def fail_json(self, msg, **kwargs):
-        raise Done(dict(kwargs, msg=msg, failed=True))
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-
-    def run(params, check_mode=False):
-        if check_mode:
-            params = dict(params, _ansible_check_mode=True)
-        with patch_module_args(params):
-            with pytest.raises(Done) as info:
-                known_good_info.main()
-        return info.value.args[0]
-    return run
+    return lambda params, check_mode=False: module_result(monkeypatch, known_good_info.main, params, check_mode)
 
 
 def write(path, text):
