@@ -21,8 +21,6 @@ Python 3.8+.
 """
 
 import argparse
-import base64
-import hashlib
 import importlib.machinery
 import importlib.util
 import json
@@ -32,10 +30,11 @@ import stat
 import subprocess
 import sys
 
+import sglang_dist
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-PACKAGE_SRC = os.path.join(HERE, "sglang")
 NVIDIA_SMI_SRC = os.path.join(HERE, "bin", "nvidia-smi")
-VERSION = "0.5.9"
+VERSION = sglang_dist.source_version()
 DEFAULT_SMI_CONFIG = "/etc/inferops-nvidia-smi-standin.json"
 
 NINJA_STUB = """#!/bin/sh
@@ -139,18 +138,10 @@ class Installer:
 
     # ---- steps
     def package(self, site_packages):
-        """Mirror the sglang package into site-packages; return RECORD rows."""
+        """Mirror the sglang package into site-packages; return its (RECORD path, bytes) list."""
         dest_root = os.path.join(site_packages, "sglang")
-        wanted = {}
-        for dirpath, dirnames, filenames in os.walk(PACKAGE_SRC):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            for name in sorted(filenames):
-                if name.endswith((".pyc", ".pyo")):
-                    continue
-                src = os.path.join(dirpath, name)
-                rel = os.path.relpath(src, PACKAGE_SRC)
-                with open(src, "rb") as f:
-                    wanted[rel] = f.read()
+        files = sglang_dist.package_files()
+        wanted = {os.path.join(*path.split("/")[1:]): data for path, data in files}
         changed = False
         for rel, data in sorted(wanted.items()):
             changed |= self.ensure_file(os.path.join(dest_root, rel), data, 0o644, note=False)
@@ -165,38 +156,22 @@ class Installer:
                         os.remove(path)
                         changed = True
         self._note(dest_root + "/", changed)
-        return [("sglang/" + rel.replace(os.sep, "/"), data) for rel, data in sorted(wanted.items())]
+        return files
 
     def dist_info(self, site_packages, records):
         for entry in os.listdir(site_packages):
             if entry.startswith("sglang-") and entry.endswith(".dist-info") and entry != "sglang-%s.dist-info" % VERSION:
                 shutil.rmtree(os.path.join(site_packages, entry))
                 self._note(os.path.join(site_packages, entry), True)
-        name = "sglang-%s.dist-info" % VERSION
+        name = sglang_dist.dist_info_name(VERSION)
         base = os.path.join(site_packages, name)
-        files = {
-            "METADATA": (
-                "Metadata-Version: 2.1\n"
-                "Name: sglang\n"
-                "Version: %s\n"
-                "Summary: SGLang test double (inferops.sglang): impersonates the SGLang %s server.\n"
-                "License: Apache-2.0\n"
-                "Requires-Python: >=3.8\n" % (VERSION, VERSION)
-            ),
-            "INSTALLER": "inferops-sglang-double\n",
-            "entry_points.txt": "[console_scripts]\nsglang = sglang.cli:main\n",
-            "top_level.txt": "sglang\n",
-            "WHEEL": "Wheel-Version: 1.0\nGenerator: inferops-sglang-double\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        }
-        rows = []
-        for rel, data in records:
-            rows.append("%s,%s,%d" % (rel, _hash(data), len(data)))
+        files = sglang_dist.dist_info_files(VERSION)
+        files["INSTALLER"] = "inferops-sglang-double\n"
+        rows = list(records)
         for fname, text in sorted(files.items()):
             self.ensure_file(os.path.join(base, fname), text, 0o644)
-            data = text.encode()
-            rows.append("%s/%s,%s,%d" % (name, fname, _hash(data), len(data)))
-        rows.append("%s/RECORD,," % name)
-        self.ensure_file(os.path.join(base, "RECORD"), "\n".join(rows) + "\n", 0o644)
+            rows.append(("%s/%s" % (name, fname), text.encode()))
+        self.ensure_file(os.path.join(base, "RECORD"), sglang_dist.record_text(rows, name + "/RECORD"), 0o644)
 
     def venv_scripts(self, venv):
         python = os.path.join(venv, "bin", "python3")
@@ -250,11 +225,6 @@ def _remove(path):
         shutil.rmtree(path)
     else:
         os.remove(path)
-
-
-def _hash(data):
-    digest = hashlib.sha256(data).digest()
-    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 def _load_smi_module():

@@ -1,5 +1,8 @@
 """SGLang test double: a standard-library impersonation of an SGLang 0.5.9 server.
 
+The version is ``sglang.version.__version__``; the builds 0.5.10 and
+0.5.10.post1 (tests/double/build_wheels.py) differ as ``sglang.version`` says.
+
 Entry points, as in SGLang: ``python -m sglang.launch_server [flags]`` and
 ``sglang serve [flags]`` (console script calling ``sglang.cli:main``). The
 flags come from ``sglang.srt.server_args.ServerArgs.add_cli_args`` (spelled,
@@ -50,7 +53,7 @@ SGLANG_DOUBLE_GPU_MEM_GIB          95.59       GPU size quoted in the OOM messag
 SGLANG_DOUBLE_DP_PDEATHSIG         0           1: dp schedulers die with their controller
 SGLANG_DOUBLE_EXIT_STYLE           clean       "sglang": end as 0.5.9 does, with SIGKILL to
                                                the tree and to the launcher itself
-SGLANG_DOUBLE_SSL                  0           1: add 0.5.10's --ssl-* flags (0.5.9 has none)
+SGLANG_DOUBLE_SSL                  0           1: add 0.5.10's --ssl-* flags to 0.5.9 (0.5.10 has them)
 SGLANG_DOUBLE_FAIL                 (none)      comma-separated failure modes, below
 =================================  ==========  =================================================
 
@@ -81,7 +84,8 @@ Failure modes (``SGLANG_DOUBLE_FAIL``):
     the port opens and /v1/models answers, but /health stays 503 forever and
     "The server is fired up and ready to roll!" is never logged: the warm-up's
     /get_model_info tries run (and can fail), its generation never returns, and
-    generations answer 503.
+    generations answer 503. Always on in the build 0.5.10.post1
+    (``sglang.version.BAKED_FAIL_MODES``).
 ``child_ignores_sigterm``
     the first scheduler (TP0 of DP0) ignores SIGTERM and has no parent-death
     signal: only SIGKILL ends it (the launcher's shutdown does so after 2 s;

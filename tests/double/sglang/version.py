@@ -1,3 +1,50 @@
-"""Version of SGLang that the test double plays."""
+"""Version of SGLang that the test double plays, and what differs between its builds.
+
+``__version__`` is the only line ``tests/double/build_wheels.py`` rewrites per
+wheel; everything a build does differently follows from it (see
+tests/double/README.md, "Versions"):
+
+* server flags: the flag table in ``sglang/srt/server_args.py`` marks a flag
+  ``since=V`` (added in V) or ``until=V`` (gone from V on);
+* ``SGLANG_ENABLE_SPEC_V2`` is read by versions before ``SPEC_V2_ENV_UNTIL``;
+* ``BAKED_FAIL_MODES``: ``SGLANG_DOUBLE_FAIL`` modes built into a version.
+"""
+
+from typing import Tuple
 
 __version__ = "0.5.9"
+
+# The builds tests/double/build_wheels.py makes by default: the reference server's release,
+# the next one, and a build of it whose server never gets healthy.
+BUILDS = ("0.5.9", "0.5.10", "0.5.10.post1")
+
+# First version that no longer reads the environment switch SGLANG_ENABLE_SPEC_V2.
+SPEC_V2_ENV_UNTIL = "0.5.10"
+
+# Builds that fail on purpose: version -> SGLANG_DOUBLE_FAIL modes always on.
+BAKED_FAIL_MODES = {
+    "0.5.10.post1": ("never_healthy",),
+}
+
+
+def release(version: str) -> Tuple[int, ...]:
+    """``"0.5.10.post1"`` -> ``(0, 5, 10, 1)``; ``"0.5.9"`` -> ``(0, 5, 9, 0)``.
+
+    Only the forms the double's builds use (N.N.N and N.N.N.postN); anything
+    else is a ValueError naming the version.
+    """
+    base, dummy, post = version.partition(".post")
+    parts = base.split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts) or (dummy and not post.isdigit()):
+        raise ValueError("unsupported version %r of the SGLang test double (use N.N.N or N.N.N.postN)" % version)
+    return tuple(int(p) for p in parts) + (int(post) if dummy else 0,)
+
+
+def at_least(version: str) -> bool:
+    """True when this build's ``__version__`` is ``version`` or later."""
+    return release(__version__) >= release(version)
+
+
+def baked_fail_modes() -> Tuple[str, ...]:
+    """The SGLANG_DOUBLE_FAIL modes this build has on whatever the environment says."""
+    return BAKED_FAIL_MODES.get(__version__, ())

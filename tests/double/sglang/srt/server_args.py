@@ -16,18 +16,27 @@ matching can therefore accept an abbreviation that real SGLang finds
 ambiguous (see README.md).
 
 ``--config FILE`` is merged as 0.5.9's ``prepare_server_args`` does (see
-``server_args_config_parser``). The TLS flags of 0.5.10 (``since=0.5.10``)
-exist only with ``SGLANG_DOUBLE_SSL=1``; 0.5.9 has none.
+``server_args_config_parser``). A flag marked ``since=V`` exists from version
+V of the double on (``sglang.version.__version__``), one marked ``until=V``
+only before V: the build 0.5.10 lacks ``--cuda-graph-max-bs`` (an unknown
+flag there: argparse error, exit 2, also as a ``--config`` key) and has
+0.5.10's TLS flags, which 0.5.9 gets only with ``SGLANG_DOUBLE_SSL=1``.
+
+``SGLANG_ENABLE_SPEC_V2`` is read as 0.5.9's ``_handle_speculative_decoding``
+reads it, by versions before ``sglang.version.SPEC_V2_ENV_UNTIL`` only.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shlex
+import warnings
 from typing import Any, Dict, List, Optional
 
+from sglang import version as _version
 from sglang.srt.server_args_config_parser import ConfigSubsetError, merge_config_with_args
 
 # Choice lists as SGLang 0.5.9 has them.
@@ -90,6 +99,7 @@ _CHOICES: Dict[str, List[Any]] = {
 _CHOICES["DRAFT_QUANTIZATION"] = _CHOICES["QUANTIZATION"] + ["unquant"]
 
 # One flag per line: option strings, then a kind, then key=value options.
+# since=V / until=V: the flag exists from version V on / only before V.
 # kinds: str int float flag json (json.loads) nstr (nullable str);
 #        a trailing + * ? gives nargs.  "default" absent -> None.
 #        choices=@NAME uses _CHOICES[NAME]; choices=a|b|c lists literals.
@@ -116,7 +126,7 @@ _SPEC = r"""
 --skip-server-warmup                              flag
 --warmups                                         str
 --nccl-port                                       int
-# SSL/TLS: not in 0.5.9; added by 0.5.10 (only with SGLANG_DOUBLE_SSL=1)
+# SSL/TLS: not in 0.5.9; added by 0.5.10 (on 0.5.9 only with SGLANG_DOUBLE_SSL=1)
 --ssl-keyfile                                     str   since=0.5.10
 --ssl-certfile                                    str   since=0.5.10
 --ssl-ca-certs                                    str   since=0.5.10
@@ -280,7 +290,7 @@ _SPEC = r"""
 --cpu-offload-gb                                  int   default=0
 # Optimization / debug options
 --disable-radix-cache                             flag
---cuda-graph-max-bs                               int
+--cuda-graph-max-bs                               int   until=0.5.10
 --cuda-graph-bs                                   int+
 --disable-cuda-graph                              flag
 --disable-cuda-graph-padding                      flag
@@ -369,6 +379,27 @@ def _nullable_str(value: str) -> Optional[str]:
 
 _TYPES["nstr"] = _nullable_str
 
+logger = logging.getLogger(__name__)
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    """An environment switch read as 0.5.9's ``environ.EnvBool`` reads it.
+
+    Unset: ``default``. ``true/1/yes/y`` and ``false/0/no/n`` in any case; any
+    other value (also empty) warns ``Invalid value for NAME: "value" is not a
+    valid boolean value, using default "default"`` and gives ``default``.
+    """
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    value = value.lower()
+    if value in ("true", "1", "yes", "y"):
+        return True
+    if value in ("false", "0", "no", "n"):
+        return False
+    warnings.warn('Invalid value for %s: "%s" is not a valid boolean value, using default "%s"' % (name, value, default))
+    return default
+
 
 def _parse_spec() -> List[Dict[str, Any]]:
     entries = []
@@ -432,13 +463,20 @@ _ENTRIES = _parse_spec()
 
 
 def ssl_flags_enabled() -> bool:
-    """SGLANG_DOUBLE_SSL=1: add 0.5.10's TLS flags (0.5.9 has none)."""
+    """SGLANG_DOUBLE_SSL=1: add 0.5.10's TLS flags to an earlier version (0.5.9 has none)."""
     return os.environ.get("SGLANG_DOUBLE_SSL", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _in_this_version(entry: Dict[str, Any], with_ssl: bool) -> bool:
+    if "until" in entry and _version.at_least(entry["until"]):
+        return False
+    # the only since= flags are 0.5.10's TLS flags, which SGLANG_DOUBLE_SSL=1 adds to 0.5.9
+    return "since" not in entry or with_ssl or _version.at_least(entry["since"])
 
 
 def _active_entries() -> List[Dict[str, Any]]:
     with_ssl = ssl_flags_enabled()
-    return [e for e in _ENTRIES if with_ssl or "since" not in e]
+    return [e for e in _ENTRIES if _in_this_version(e, with_ssl)]
 
 
 def _dest_of(entry: Dict[str, Any]) -> str:
@@ -477,8 +515,29 @@ class ServerArgs:
             raise ValueError("tp_size must be divisible by number of nodes")
         if self.enable_dp_attention and self.tp_size % self.dp_size != 0:
             raise ValueError("tp_size must be divisible by dp_size when dp attention is enabled")
+        if not _version.at_least(_version.SPEC_V2_ENV_UNTIL):
+            self._handle_spec_v2_env()
         if hasattr(self, "ssl_certfile"):
             self._handle_ssl_validation()
+
+    def _handle_spec_v2_env(self) -> None:
+        # The part of 0.5.9's ServerArgs._handle_speculative_decoding that reads
+        # SGLANG_ENABLE_SPEC_V2 (environ.py: EnvBool, default False): for EAGLE, EAGLE3,
+        # STANDALONE (and NEXTN, which 0.5.9 turns into EAGLE) the overlap scheduler runs
+        # only with spec v2 on, which allows only topk 1; any other value turns it off.
+        if self.speculative_algorithm not in ("EAGLE", "EAGLE3", "STANDALONE", "NEXTN"):
+            return
+        if _env_bool("SGLANG_ENABLE_SPEC_V2", False):
+            self.disable_overlap_schedule = False
+            logger.warning("Spec v2 is enabled for eagle/eagle3 speculative decoding and overlap schedule is turned on.")
+            if self.speculative_eagle_topk is not None and self.speculative_eagle_topk > 1:
+                raise ValueError("Spec v2 currently only supports topk = 1 for speculative decoding.")
+        else:
+            self.disable_overlap_schedule = True
+            logger.warning(
+                "Overlap scheduler is disabled when spec v2 is off or using unsupported speculative algorithm. "
+                "You can set env SGLANG_ENABLE_SPEC_V2=True to enable the experimental overlap scheduler. "
+            )
 
     def _handle_ssl_validation(self) -> None:
         # Same checks and messages as 0.5.10's ServerArgs._handle_ssl_validation

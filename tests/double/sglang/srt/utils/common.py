@@ -17,6 +17,8 @@ import sys
 import time
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from sglang.version import baked_fail_modes
+
 logger = logging.getLogger("sglang.double")
 
 KNOWN_FAIL_MODES = ("crash_during_load", "never_healthy", "child_ignores_sigterm", "health_500")
@@ -42,8 +44,9 @@ def env_bool(name: str, default: bool) -> bool:
 
 
 def fail_modes() -> Set[str]:
+    """SGLANG_DOUBLE_FAIL's comma-separated modes, plus those built into this version."""
     raw = os.environ.get("SGLANG_DOUBLE_FAIL", "")
-    return {m.strip() for m in raw.split(",") if m.strip()}
+    return {m.strip() for m in raw.split(",") if m.strip()} | set(baked_fail_modes())
 
 
 def state_root() -> str:
