@@ -401,7 +401,8 @@ ansible_facts:
               sample: 2.9.1+cu130
             torch_cuda_version:
               description:
-                - The CUDA runtime torch was built with (C(torch.version.cuda)), major.minor as torch reports it,
+                - >-
+                  The CUDA runtime torch was built with (C(torch.version.cuda)), major.minor as torch reports it,
                   read as a literal from the module-level C(cuda) assignment in the text of C(torch/version.py)
                   next to the distribution (C(cuda = '11.7') in torch 1.x, C(cuda: Optional[str] = '13.0') in 2.x);
                   the file is not executed.

@@ -1319,15 +1319,15 @@ def test_install_torch_stand_in_tells_its_versions_without_torch(tmp_path):
     again = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert json.loads(again.stdout.splitlines()[-1])["changed"] is False  # idempotent
     vpy = str(venv / "bin" / "python")
-    outside = dict(cwd=str(tmp_path), capture_output=True, text=True, check=False,
+    outside = dict(cwd=str(tmp_path), capture_output=True, text=True,
                    env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     ver = subprocess.run([vpy, "-c", "import importlib.metadata as m; d = m.distribution('torch'); "
-                          "print(d.version, d.locate_file('torch/version.py'))"], **outside)
+                          "print(d.version, d.locate_file('torch/version.py'))"], **outside, check=False)
     version, version_py = ver.stdout.split()
     assert version == "2.9.1+cu130" and version_py.startswith(str(venv))
     text = Path(version_py).read_text()
     assert "__version__ = '2.9.1+cu130'\n" in text and "cuda: Optional[str] = '13.0'\n" in text
-    imported = subprocess.run([vpy, "-c", "import torch"], **outside)
+    imported = subprocess.run([vpy, "-c", "import torch"], **outside, check=False)
     assert imported.returncode == 1 and "ImportError: torch stand-in" in imported.stderr
     # a CPU build, replacing the previous stand-in
     cpu = subprocess.run(cmd[:5] + ["2.9.1+cpu"], capture_output=True, text=True, check=False)

@@ -78,8 +78,8 @@ TORCH_2_CUDA = ("from typing import Optional\n\n"
                 "hip: Optional[str] = None\n"
                 "rocm: Optional[str] = None\n"
                 "xpu: Optional[str] = None\n")
-TORCH_2_CPU = TORCH_2_CUDA.replace("'2.9.1+cu130'", "'2.9.1+cpu'").replace("cuda: Optional[str] = '13.0'",
-                                                                          "cuda: Optional[str] = None")
+TORCH_2_CPU = (TORCH_2_CUDA.replace("'2.9.1+cu130'", "'2.9.1+cpu'")
+               .replace("cuda: Optional[str] = '13.0'", "cuda: Optional[str] = None"))
 TORCH_2_ROCM = TORCH_2_CPU.replace("hip: Optional[str] = None", "hip: Optional[str] = '6.4.43482-0f2d60242'")
 TORCH_1_CUDA = ("__version__ = '1.13.1+cu117'\n"
                 "debug = False\n"
