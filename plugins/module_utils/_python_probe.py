@@ -8,14 +8,16 @@
 reading of what it prints.
 
 It imports neither sglang nor torch; it reports the interpreter's version, prefixes, site-packages,
-which sitecustomize it really imported at startup, and the installed SGLang version from the package
-metadata.
+which sitecustomize it really imported at startup, the installed SGLang and torch versions from the package
+metadata, and the text of torch's ``torch/version.py`` (which :func:`torch_cuda_version` reads).
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import ast
 import json
+import re
 
 # The interpreter probe: run as `<python> -c PYTHON_PROBE` in the interpreter that will run the
 # server. It imports neither sglang nor torch; it reports which sitecustomize the interpreter really
@@ -56,30 +58,37 @@ try:
     r["sitecustomize_imported"] = m is not None
     r["sitecustomize_path"] = getattr(m, "__file__", None) if m is not None else None
     r["stdlib"] = sysconfig.get_paths()["stdlib"]
-    v = None
     try:
         from importlib import metadata as md
     except ImportError:
         md = None
-    if md is not None:
-        try:
-            v = md.version("sglang")
-        except Exception:
-            v = None
-    else:
+
+    def dist(name):
+        # (version, directory holding the distribution's packages) from the metadata, never importing it
+        if md is not None:
+            try:
+                d = md.distribution(name)
+                return d.version, str(d.locate_file(""))
+            except Exception:
+                return None, None
         import glob
-        for d in seen:
-            for meta in sorted(glob.glob(os.path.join(d, "sglang-*.dist-info", "METADATA"))):
+        for sd in seen:
+            for meta in sorted(glob.glob(os.path.join(sd, name + "-*.dist-info", "METADATA"))):
                 with open(meta) as f:
                     for line in f:
                         if line.startswith("Version:"):
-                            v = line.split(":", 1)[1].strip()
-                            break
-                if v:
-                    break
-            if v:
-                break
-    r["sglang_version"] = v
+                            return line.split(":", 1)[1].strip(), sd
+        return None, None
+    r["sglang_version"] = dist("sglang")[0]
+    v, where = dist("torch")
+    r["torch_version"] = v
+    r["torch_version_py"] = None
+    if v and where:
+        try:
+            with open(os.path.join(where, "torch", "version.py")) as f:
+                r["torch_version_py"] = f.read(65536)
+        except Exception:
+            pass
 except Exception as e:
     r["error"] = "%s: %s" % (type(e).__name__, e)
 sys.stdout.write("\n" + "@@inferops_sglang_probe@@" + json.dumps(r) + "\n")
@@ -96,6 +105,32 @@ def parse_python_probe(stdout):
             except ValueError:
                 found = None
     return found if isinstance(found, dict) else None
+
+
+# torch/version.py, as torch's build writes it (tools/generate_torch_version.py): `cuda = '11.7'` (1.x) or
+# `cuda: Optional[str] = '13.0'` (2.x); None for a CPU or ROCm build. A module-level assignment at a line start.
+_TORCH_CUDA_LINE = re.compile(r'^cuda[ \t]*(?::[^=\n]*)?=[ \t]*(?P<value>[^\n]*)$', re.MULTILINE)
+
+
+def torch_cuda_version(version_py):
+    """The CUDA runtime torch was built with (``torch.version.cuda``), read from the text of ``torch/version.py``.
+
+    The file is never executed: the value of its module-level ``cuda`` assignment is read as a Python literal,
+    in either form torch's build writes, ``cuda = '11.7'`` (1.x) or ``cuda: Optional[str] = '13.0'`` (2.x).
+
+    :param version_py: the file's text (str), or None when there is no such file.
+    :returns: the version as torch reports it (str, such as ``'13.0'``), or None for a CPU or ROCm build
+        (``cuda`` is None there), a missing file, or a value that is not a string literal.
+    """
+    match = _TORCH_CUDA_LINE.search(version_py or '')
+    if not match:
+        return None
+    value = match.group('value').split('#', 1)[0].strip()
+    try:
+        value = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) and value else None
 
 
 def sitecustomize_candidate(probe):

@@ -22,8 +22,9 @@ description:
   - B(Container) kind, whether a B(cron) daemon runs, and the B(systemd) version.
   - B(The Python interpreter) that will run the server (O(python)), asked directly by running one small
     snippet in it. It reports its version, prefixes, site-packages, which C(sitecustomize.py) it really
-    imports at startup (and where that file's symlink leads), and the installed SGLang version, read from
-    the package metadata without importing C(sglang) or C(torch).
+    imports at startup (and where that file's symlink leads), and the installed SGLang and torch versions and
+    the CUDA runtime torch was built with, read from the package metadata and C(torch/version.py) without
+    importing C(sglang) or C(torch).
   - B(GPUs) from C(nvidia-smi --query-gpu), the driver's CUDA version from the C(nvidia-smi) header,
     the B(interconnect) from C(nvidia-smi topo -m), and the processes holding GPU memory.
   - B(GPU faults) as data, for the pre-flights to decide on (filter P(inferops.sglang.gpu_blockers#filter)) - the
@@ -389,6 +390,27 @@ ansible_facts:
               type: str
               returned: always
               sample: 0.5.9
+            torch_version:
+              description:
+                - Version of the installed C(torch) distribution from its metadata (C(importlib.metadata)), with
+                  its local label (C(+cu130), C(+cpu)) as pip installed it; what C(torch.__version__) says.
+                - Null when torch is not installed in the interpreter. C(torch) itself is not imported (that
+                  takes seconds and can initialise the GPU).
+              type: str
+              returned: always
+              sample: 2.9.1+cu130
+            torch_cuda_version:
+              description:
+                - >-
+                  The CUDA runtime torch was built with (C(torch.version.cuda)), major.minor as torch reports it,
+                  read as a literal from the module-level C(cuda) assignment in the text of C(torch/version.py)
+                  next to the distribution (C(cuda = '11.7') in torch 1.x, C(cuda: Optional[str] = '13.0') in 2.x);
+                  the file is not executed.
+                - Null for a CPU or ROCm build of torch, when torch is not installed, or when that file is missing
+                  or unreadable. Compare with C(cuda_driver_version), the newest CUDA the driver supports.
+              type: str
+              returned: always
+              sample: '13.0'
         gpus:
           description: One entry per GPU, from C(nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,
             compute_cap,driver_version,pci.bus_id --format=csv,noheader,nounits); empty without GPUs.
@@ -803,6 +825,8 @@ class HostFacts(object):
                 'error': None,
             },
             'sglang_version': None,
+            'torch_version': None,
+            'torch_cuda_version': None,
             'pythonpath': pythonpath or None,
             'pythonpath_from': pythonpath_from if pythonpath else None,
         }
@@ -831,6 +855,8 @@ class HostFacts(object):
             facts['is_venv'] = facts['prefix'] != facts['base_prefix']
         facts['site_packages'] = probe.get('site_packages') or []
         facts['sglang_version'] = probe.get('sglang_version')
+        facts['torch_version'] = probe.get('torch_version')
+        facts['torch_cuda_version'] = _python_probe.torch_cuda_version(probe.get('torch_version_py'))
         sc = facts['sitecustomize']
         sc['imported'] = bool(probe.get('sitecustomize_imported'))
         sc_path = probe.get('sitecustomize_path')

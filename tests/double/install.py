@@ -4,13 +4,18 @@
         [--cuda-root /usr/local/cuda-13.0] [--nvidia-smi /usr/local/bin/nvidia-smi]
         [--nvidia-smi-config /etc/inferops-nvidia-smi-standin.json]
         [--gpu-dir /dev] [--gpu-profile rtx-pro-6000-pcie]
+        [--torch 2.9.1+cu130 [--torch-cuda 13.0]]
 
 Always: the ``sglang`` package into the venv's site-packages, its
 ``sglang-0.5.9.dist-info`` (METADATA, RECORD, INSTALLER, entry_points.txt,
 top_level.txt), ``<venv>/bin/sglang`` (console script) and ``<venv>/bin/ninja``
 (a stub answering ``--version``). Only when the option is given: a CUDA 13.0
 toolkit stand-in under --cuda-root, the nvidia-smi stand-in at --nvidia-smi
-with its configuration file, the stand-in GPU device files in --gpu-dir.
+with its configuration file, the stand-in GPU device files in --gpu-dir, and
+a torch stand-in (--torch): only what tells torch's version without importing
+it, ``torch-<version>.dist-info`` and ``torch/version.py`` in torch's own
+format; its ``torch/__init__.py`` raises ImportError, as no torch is there.
+Not on a host whose venv reaches a real torch (it would shadow it).
 
 Every step is idempotent: a file is rewritten only when its content or mode
 differs, and a device node that is a real character device is left alone.
@@ -173,6 +178,42 @@ class Installer:
             rows.append(("%s/%s" % (name, fname), text.encode()))
         self.ensure_file(os.path.join(base, "RECORD"), sglang_dist.record_text(rows, name + "/RECORD"), 0o644)
 
+    def torch(self, site_packages, version, cuda):
+        """A torch stand-in: metadata and torch/version.py as torch's wheels install them; import fails."""
+        for entry in os.listdir(site_packages):
+            if entry.startswith("torch-") and entry.endswith(".dist-info"):
+                path = os.path.join(site_packages, entry)
+                installer = os.path.join(path, "INSTALLER")
+                ours = False
+                if os.path.isfile(installer):
+                    with open(installer) as f:
+                        ours = f.read().strip() == "inferops-sglang-double"
+                if not ours:
+                    raise SystemExit("%s holds a real torch (%s): not replacing it with the stand-in" % (site_packages, entry))
+                if entry != "torch-%s.dist-info" % version:
+                    shutil.rmtree(path)
+                    self._note(path, True)
+        files = {
+            "torch/__init__.py": "raise ImportError(\"torch stand-in of the inferops SGLang test double: only its version "
+                                 "metadata is installed (no torch here)\")\n",
+            "torch/version.py": "from typing import Optional\n\n"
+                                "__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip', 'rocm', 'xpu']\n"
+                                "__version__ = %r\ndebug = False\ncuda: Optional[str] = %r\ngit_version = 'Unknown'\n"
+                                "hip: Optional[str] = None\nrocm: Optional[str] = None\nxpu: Optional[str] = None\n"
+                                % (version, cuda or None),
+        }
+        info = "torch-%s.dist-info" % version
+        files.update({
+            info + "/METADATA": "Metadata-Version: 2.1\nName: torch\nVersion: %s\n"
+                                "Summary: torch stand-in of the inferops SGLang test double (version metadata only)\n" % version,
+            info + "/INSTALLER": "inferops-sglang-double\n",
+            info + "/top_level.txt": "torch\n",
+        })
+        rows = ["%s,%s,%d" % (rel, _hash(text.encode()), len(text.encode())) for rel, text in sorted(files.items())]
+        files[info + "/RECORD"] = "\n".join(rows + [info + "/RECORD,,"]) + "\n"
+        for rel, text in sorted(files.items()):
+            self.ensure_file(os.path.join(site_packages, rel), text, 0o644)
+
     def venv_scripts(self, venv):
         python = os.path.join(venv, "bin", "python3")
         if not os.path.exists(python):
@@ -267,9 +308,13 @@ def main(argv=None):
     parser.add_argument("--gpu-dir", help="create stand-in device files nvidia0..N-1 and nvidiactl there")
     parser.add_argument("--gpu-profile", default="rtx-pro-6000-pcie",
                         help="nvidia-smi profile: rtx-pro-6000-pcie (default) or h200-nvlink")
+    parser.add_argument("--torch", help="install a torch stand-in of this version (metadata and torch/version.py only)")
+    parser.add_argument("--torch-cuda", help="the stand-in's torch.version.cuda (default: none, a CPU build)")
     args = parser.parse_args(argv)
     if args.gpus < 0:
         parser.error("--gpus must be >= 0")
+    if args.torch_cuda and not args.torch:
+        parser.error("--torch-cuda needs --torch (the stand-in's version)")
 
     venv = os.path.abspath(args.venv)
     site_packages, pyver = venv_site_packages(venv)
@@ -278,6 +323,8 @@ def main(argv=None):
     records = inst.package(site_packages)
     inst.dist_info(site_packages, records)
     inst.venv_scripts(venv)
+    if args.torch:
+        inst.torch(site_packages, args.torch, args.torch_cuda)
     if args.cuda_root:
         inst.cuda(os.path.abspath(args.cuda_root))
     if args.nvidia_smi:

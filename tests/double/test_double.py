@@ -1305,3 +1305,37 @@ def test_install_into_venv_then_serve_from_it(tmp_path, servers):
     assert sorted(apps) == ["sglang::scheduler_TP0", "sglang::scheduler_TP1"]
     os.kill(server.pid, signal.SIGTERM)
     assert server.wait_exit(timeout=10) == 0
+
+
+def test_install_torch_stand_in_tells_its_versions_without_torch(tmp_path):
+    """Versions in the record: --torch installs only what tells torch's version (its metadata, torch/version.py in
+    torch's 2.x format); importing it fails as without torch; a real torch is never replaced."""
+    venv = tmp_path / "ml-env"
+    base_python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+    subprocess.run([base_python, "-m", "venv", "--without-pip", str(venv)], check=True)
+    cmd = [PY, str(HERE / "install.py"), "--venv", str(venv), "--torch", "2.9.1+cu130", "--torch-cuda", "13.0"]
+    first = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert first.returncode == 0, first.stderr
+    again = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert json.loads(again.stdout.splitlines()[-1])["changed"] is False  # idempotent
+    vpy = str(venv / "bin" / "python")
+    outside = dict(cwd=str(tmp_path), capture_output=True, text=True,
+                   env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    ver = subprocess.run([vpy, "-c", "import importlib.metadata as m; d = m.distribution('torch'); "
+                          "print(d.version, d.locate_file('torch/version.py'))"], **outside, check=False)
+    version, version_py = ver.stdout.split()
+    assert version == "2.9.1+cu130" and version_py.startswith(str(venv))
+    text = Path(version_py).read_text()
+    assert "__version__ = '2.9.1+cu130'\n" in text and "cuda: Optional[str] = '13.0'\n" in text
+    imported = subprocess.run([vpy, "-c", "import torch"], **outside, check=False)
+    assert imported.returncode == 1 and "ImportError: torch stand-in" in imported.stderr
+    # a CPU build, replacing the previous stand-in
+    cpu = subprocess.run(cmd[:5] + ["2.9.1+cpu"], capture_output=True, text=True, check=False)
+    assert cpu.returncode == 0, cpu.stderr
+    site = Path(version_py).parent.parent
+    assert sorted(p.name for p in site.glob("torch-*.dist-info")) == ["torch-2.9.1+cpu.dist-info"]
+    assert "cuda: Optional[str] = None\n" in (site / "torch" / "version.py").read_text()
+    # a real torch (installed by pip) is left alone
+    (site / "torch-2.9.1+cpu.dist-info" / "INSTALLER").write_text("pip\n")
+    refused = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert refused.returncode != 0 and "holds a real torch" in refused.stderr

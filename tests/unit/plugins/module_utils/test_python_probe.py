@@ -18,6 +18,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils._python_probe impo
     PYTHON_PROBE,
     parse_python_probe,
     sitecustomize_error,
+    torch_cuda_version,
 )
 
 
@@ -65,6 +66,70 @@ def test_python_probe_does_not_import_sglang(tmp_path):
     assert 'sglang was imported' not in proc.stderr
     assert probe['sitecustomize_imported'] is True
     assert probe['sitecustomize_path'] == str(site / 'sitecustomize.py')
+
+
+# torch/version.py as torch's build writes it (tools/generate_torch_version.py): 2.x with annotations, 1.x without
+TORCH_2_CUDA = ("from typing import Optional\n\n"
+                "__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip', 'rocm', 'xpu']\n"
+                "__version__ = '2.9.1+cu130'\n"
+                "debug = False\n"
+                "cuda: Optional[str] = '13.0'\n"
+                "git_version = 'd38164a545b4a4e4e0cf73ce67173f70574890b6'\n"
+                "hip: Optional[str] = None\n"
+                "rocm: Optional[str] = None\n"
+                "xpu: Optional[str] = None\n")
+TORCH_2_CPU = (TORCH_2_CUDA.replace("'2.9.1+cu130'", "'2.9.1+cpu'")
+               .replace("cuda: Optional[str] = '13.0'", "cuda: Optional[str] = None"))
+TORCH_2_ROCM = TORCH_2_CPU.replace("hip: Optional[str] = None", "hip: Optional[str] = '6.4.43482-0f2d60242'")
+TORCH_1_CUDA = ("__version__ = '1.13.1+cu117'\n"
+                "debug = False\n"
+                "cuda = '11.7'\n"
+                "git_version = '49444c3e546bf240bed24a101e747422d1f8a0ee'\n"
+                "hip = None\n")
+
+
+@pytest.mark.parametrize('text, expected', [
+    (TORCH_2_CUDA, '13.0'),
+    (TORCH_2_CPU, None),
+    (TORCH_2_ROCM, None),
+    (TORCH_1_CUDA, '11.7'),
+    (TORCH_1_CUDA.replace("cuda = '11.7'", 'cuda = "12.8"  # set by the build'), '12.8'),
+    (TORCH_1_CUDA.replace("cuda = '11.7'", 'cuda = None'), None),
+    ('', None),
+    (None, None),
+    ("cuda = 13.0\n", None),            # not a string: not a CUDA version torch would write
+    ("cuda = os.environ['X']\n", None),  # not a literal: never evaluated
+    ("cuda_home = '/usr/local/cuda'\n", None),
+    ("    cuda = '12.1'\n", None),       # indented: not the module-level name
+])
+def test_torch_cuda_version_from_the_text_of_torch_version_py(text, expected):
+    """Versions in the record: torch.version.cuda read from torch/version.py without importing torch, both the
+    1.x form (cuda = '11.7') and the 2.x annotated form (cuda: Optional[str] = '13.0'); None for CPU/ROCm builds."""
+    assert torch_cuda_version(text) == expected
+
+
+def test_python_probe_reports_torch_without_importing_it(tmp_path):
+    """Versions in the record: the probe reads torch's distribution version and the text of torch/version.py in
+    the same run; a torch whose import would fail loudly is not imported."""
+    site = tmp_path / 'site'
+    write(site / 'torch' / '__init__.py', 'raise RuntimeError("torch was imported")\n')
+    write(site / 'torch' / 'version.py', TORCH_2_CUDA)
+    write(site / 'torch-2.9.1+cu130.dist-info' / 'METADATA', 'Metadata-Version: 2.1\nName: torch\nVersion: 2.9.1+cu130\n')
+    env = dict(os.environ, PYTHONPATH=str(site))
+    proc = subprocess.run([sys.executable, '-c', PYTHON_PROBE], cwd='/', env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    probe = parse_python_probe(proc.stdout)
+    assert 'torch was imported' not in proc.stderr and 'error' not in probe
+    assert probe['torch_version'] == '2.9.1+cu130'
+    assert probe['torch_version_py'] == TORCH_2_CUDA
+    assert torch_cuda_version(probe['torch_version_py']) == '13.0'
+
+
+def test_python_probe_without_torch(tmp_path):
+    venv = tmp_path / 'venv'
+    subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(venv)], check=True)
+    dummy, probe = run_probe(str(venv / 'bin' / 'python3'))
+    assert probe['torch_version'] is None and probe['torch_version_py'] is None
 
 
 def test_parse_python_probe_and_sitecustomize_error():

@@ -32,7 +32,7 @@ INIT_KEYS = {'system', 'pid1', 'pid1_cmdline', 'systemd_booted', 'systemd_versio
              'cron'}
 CRON_KEYS = {'daemon', 'reads_cron_d', 'crontabs_dir', 'reboot_marker', 'reboot_marker_exists', 'reboot_marker_persists'}
 PYTHON_KEYS = {'executable', 'exists', 'version', 'prefix', 'base_prefix', 'is_venv', 'bin_dir', 'site_packages',
-               'sitecustomize', 'sglang_version', 'pythonpath', 'pythonpath_from'}
+               'sitecustomize', 'sglang_version', 'torch_version', 'torch_cuda_version', 'pythonpath', 'pythonpath_from'}
 SITECUSTOMIZE_KEYS = {'imported', 'path', 'realpath', 'is_link', 'candidate', 'error'}
 GPU_KEYS = {'index', 'name', 'uuid', 'memory_total_mib', 'memory_used_mib', 'compute_cap', 'driver_version',
             'pci_bus_id', 'mig_mode', 'mig_devices'}
@@ -270,7 +270,38 @@ def test_missing_python_is_not_a_failure(tmp_path):
     assert py['executable'] == str(tmp_path / 'no-env' / 'bin' / 'python3')
     assert py['bin_dir'] == str(tmp_path / 'no-env' / 'bin')
     assert py['version'] is None and py['sglang_version'] is None
+    assert py['torch_version'] is None and py['torch_cuda_version'] is None
     assert 'does not exist' in stderr
+
+
+@needs_ansible
+@pytest.mark.parametrize('version, version_py, cuda', [
+    ('2.9.1+cu130', "from typing import Optional\n\n__version__ = '2.9.1+cu130'\ndebug = False\n"
+                    "cuda: Optional[str] = '13.0'\nhip: Optional[str] = None\n", '13.0'),
+    ('2.9.1+cpu', "from typing import Optional\n\n__version__ = '2.9.1+cpu'\ndebug = False\n"
+                  "cuda: Optional[str] = None\nhip: Optional[str] = None\n", None),
+])
+def test_venv_torch_versions_are_facts(tmp_path, version, version_py, cuda):
+    """Versions in the record: torch's distribution version and the CUDA runtime it was built with, read from its
+    metadata and torch/version.py by the one interpreter probe; torch is not imported."""
+    env = tmp_path / 'ml-env'
+    subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(env)], check=True)
+    site = glob.glob(str(env / 'lib' / 'python3*' / 'site-packages'))[0]
+    os.makedirs(os.path.join(site, 'torch'))
+    with open(os.path.join(site, 'torch', '__init__.py'), 'w') as f:
+        f.write('raise RuntimeError("torch was imported")\n')
+    with open(os.path.join(site, 'torch', 'version.py'), 'w') as f:
+        f.write(version_py)
+    os.makedirs(os.path.join(site, 'torch-%s.dist-info' % version))
+    with open(os.path.join(site, 'torch-%s.dist-info' % version, 'METADATA'), 'w') as f:
+        f.write('Metadata-Version: 2.1\nName: torch\nVersion: %s\n' % version)
+    status, result, stderr = run_module({'python': str(env / 'bin' / 'python3'), 'nvidia_smi': str(tmp_path / 'none')})
+    assert status == 'SUCCESS'
+    py = result['ansible_facts']['inferops_sglang']['python']
+    assert py['torch_version'] == version
+    assert py['torch_cuda_version'] == cuda
+    assert py['sglang_version'] is None
+    assert 'torch was imported' not in stderr
 
 
 @needs_ansible
@@ -299,6 +330,7 @@ def test_venv_python_facts(tmp_path):
     assert py['base_prefix'] == sys.base_prefix
     assert site in py['site_packages']
     assert py['sglang_version'] == '0.5.9'
+    assert py['torch_version'] is None and py['torch_cuda_version'] is None  # no torch in this venv
     # Which sitecustomize.py wins depends on the base interpreter: Debian's /usr/bin/python3 has one in its stdlib
     # directory, which comes before the venv's site-packages on sys.path. Ask the interpreter, as the module does.
     imported = subprocess.run([python, '-c', 'import sys; m = sys.modules.get("sitecustomize"); print(m.__file__)'],
