@@ -209,8 +209,8 @@ class Installer:
             info + "/INSTALLER": "inferops-sglang-double\n",
             info + "/top_level.txt": "torch\n",
         })
-        rows = ["%s,%s,%d" % (rel, _hash(text.encode()), len(text.encode())) for rel, text in sorted(files.items())]
-        files[info + "/RECORD"] = "\n".join(rows + [info + "/RECORD,,"]) + "\n"
+        files[info + "/RECORD"] = sglang_dist.record_text(
+            [(rel, text.encode()) for rel, text in sorted(files.items())], info + "/RECORD")
         for rel, text in sorted(files.items()):
             self.ensure_file(os.path.join(site_packages, rel), text, 0o644)
 
