@@ -738,6 +738,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
+from ansible_collections.inferops.sglang.plugins.module_utils import _concurrent
 from ansible_collections.inferops.sglang.plugins.module_utils import _http
 from ansible_collections.inferops.sglang.plugins.module_utils import (
     _cuda_toolkit,
@@ -1143,6 +1144,11 @@ def main():
     p = module.params
     host = HostFacts(module)
 
+    # The reads that need nothing from the others run side by side with them (each nvidia-smi call takes a few
+    # hundred milliseconds on an 8-GPU host; the endpoint probe waits for the server's answer).
+    gpus = _concurrent.Background(host.gpu_facts, p['nvidia_smi'], p['nvidia_driver_dir'] or os.path.join(PROC, 'driver', 'nvidia'))
+    cuda = _concurrent.Background(host.cuda_facts, p['cuda_roots'])
+    endpoint = _concurrent.Background(probe_endpoint, p['host'], p['port'], p['probe_timeout'])
     facts = {}
     facts['init'] = host.init_facts()
     found = server_facts(module, p['unit'])
@@ -1151,14 +1157,14 @@ def main():
     else:
         pythonpath, pythonpath_from = server_pythonpath(found['servers'], p['python'])
     facts['python'] = host.python_facts(p['python'], pythonpath, pythonpath_from)
-    facts.update(host.gpu_facts(p['nvidia_smi'], p['nvidia_driver_dir'] or os.path.join(PROC, 'driver', 'nvidia')))
-    facts['cuda'] = host.cuda_facts(p['cuda_roots'])
+    facts.update(gpus.result())
+    facts['cuda'] = cuda.result()
     facts['listeners'] = host.listeners()
     facts['units'] = host.units(facts['init']['system'], p['unit_glob'])
     facts['supervisor'] = host.supervisor(p['unit_glob'])
 
     facts.update(found)
-    facts['endpoint'] = probe_endpoint(p['host'], p['port'], p['probe_timeout'])
+    facts['endpoint'] = endpoint.result()
 
     module.exit_json(changed=False, ansible_facts={'inferops_sglang': facts})
 
