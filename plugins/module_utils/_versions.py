@@ -118,3 +118,26 @@ def versions_change(previous, current):
                      'changed': old is not None and new is not None and old != new,
                      'text': '%s: %s' % (LABELS[key], change_text(old, new))})
     return rows
+
+
+def running_sglang_version(facts, running, recorded=None):
+    """The SGLang version of the server that runs now, for the status table (str or None when unknown).
+
+    :param facts: the host facts (``python.executable``, ``python.sglang_version``).
+    :param running: the running server's interpreter (the facts' ``servers[].executable``); None when unknown or no
+        server runs.
+    :param recorded: the versions the current known-good manifest recorded (``record.versions``), or None.
+    :returns: the facts' ``python.sglang_version`` when RUNNING is None or the probed interpreter (what is installed
+        now counts); else RECORDED's ``sglang`` when RECORDED describes that interpreter (``python`` equal to RUNNING);
+        else None - the version of another interpreter is never taken for it.
+    :raises TypeError: FACTS or RECORDED is not a mapping.
+    """
+    facts = _mapping(facts, 'the host facts')
+    recorded = _mapping(recorded, 'the recorded versions')
+    probed = _mapping(facts.get('python'), "the host facts' python")
+    running = _text(running)
+    if running is None or running == _text(probed.get('executable')):
+        return _text(probed.get('sglang_version'))
+    if _text(recorded.get('python')) == running:
+        return _text(recorded.get('sglang'))
+    return None

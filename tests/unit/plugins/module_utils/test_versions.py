@@ -95,3 +95,16 @@ def test_versions_change_without_a_recorded_previous():
     assert rows[1]['text'] == 'torch: unknown'
     with pytest.raises(TypeError):
         v.versions_change(['0.5.9'], {})
+
+
+@pytest.mark.parametrize('running, recorded, expected', [
+    ('/root/ml-env/bin/python3', {'sglang': '0.5.10', 'python': '/root/ml-env/bin/python3'}, '0.5.9'),
+    ('/opt/v/0.5.10/bin/python', {'sglang': '0.5.10', 'python': '/opt/v/0.5.10/bin/python'}, '0.5.10'),
+    ('/opt/v/0.5.10/bin/python', {'sglang': '0.5.10', 'python': '/opt/v/other/bin/python'}, None),
+    ('/opt/v/0.5.10/bin/python', None, None),
+    (None, {'sglang': '0.5.10', 'python': '/opt/v/0.5.10/bin/python'}, '0.5.9'),
+])
+def test_running_sglang_version(running, recorded, expected):
+    """The probed interpreter's facts when the server runs it (or which one runs is unknown), else what the known-good
+    manifest recorded for that interpreter, else unknown."""
+    assert v.running_sglang_version(FACTS, running, recorded) == expected
