@@ -13,7 +13,7 @@ until every unit has a batch.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _http
+from ansible_collections.inferops.sglang.plugins.module_utils import _http, _versions
 
 
 def batch_size(spec, total):
@@ -131,7 +131,9 @@ def summary_rows(order, batches, results, failures):
     :param failures: dict host -> {'msg', 'task'} for hosts that failed (at any step).
     :returns: list of dicts with ``host``, ``batch`` (1-based), ``result``, ``ok`` (bool: the rollout goes on after
         this host, see ``ROLLOUT_GOES_ON``; in check mode ``result`` is ``would_adopt``, ``would_start`` or
-        ``would_restart`` for a host a real run would change) and the cutover's fields.
+        ``would_restart`` for a host a real run would change), ``sglang_version`` (the SGLang version of the cutover's
+        ``versions`` against its ``previous_versions``: ``0.5.9 -> 0.5.10``, the version alone when unchanged or not
+        recorded before, ``-`` when unknown; ``_versions.column_text``) and the cutover's fields.
         A host with neither a result nor a failure is ``not started`` when no host of its batch or a later
         batch has a result or failure, else ``failed`` (it left the play without a recorded cause).
     """
@@ -159,5 +161,7 @@ def summary_rows(order, batches, results, failures):
         else:
             row['result'] = 'not started'
         row['ok'] = row.get('result') in ROLLOUT_GOES_ON and not failure
+        row['sglang_version'] = _versions.column_text((result.get('previous_versions') or {}).get('sglang'),
+                                                      (result.get('versions') or {}).get('sglang'))
         rows.append(row)
     return rows

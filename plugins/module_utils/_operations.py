@@ -17,6 +17,7 @@ import json
 import time
 
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import argv_to_args
+from ansible_collections.inferops.sglang.plugins.module_utils import _versions
 
 CURRENT = 'current'
 
@@ -137,7 +138,9 @@ def status_row(host, facts, known_good, probe, now):
     :param probe: the cutover role's ``inferops_sglang_cutover_status`` (``port``, ``health`` - a server_health
         result, ``router`` - a router_worker result in check mode plus ``routed`` and ``why``).
     :param now: epoch seconds (the known-good age is counted to it).
-    :returns: dict ``host``, ``sglang`` (installed version or ``-``), ``args_digest`` (of the running server's
+    :returns: dict ``host``, ``sglang`` (the running server's SGLang version, ``_versions.running_sglang_version``:
+        the probed interpreter's, else the one the known-good manifest recorded for the running interpreter, else
+        ``-``), ``args_digest`` (of the running server's
         arguments, see ``args_digest``; ``-`` when none runs), ``pid`` (its main pid or None), ``health``,
         ``router`` and ``known_good_age`` (texts), ``known_good_saved_at`` (UTC text or None).
     """
@@ -148,7 +151,8 @@ def status_row(host, facts, known_good, probe, now):
     saved = _epoch(manifest.get('saved_at'))
     return {
         'host': host,
-        'sglang': ((facts.get('python') or {}).get('sglang_version')) or '-',
+        'sglang': _versions.running_sglang_version(facts, server.get('executable') if server else None,
+                                                   (manifest.get('record') or {}).get('versions')) or '-',
         'args_digest': args_digest(server.get('args')) if server else '-',
         'pid': server.get('main_pid') if server else None,
         'health': _health_text(probe.get('health')) if probe else 'not probed',

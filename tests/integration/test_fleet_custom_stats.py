@@ -74,3 +74,20 @@ def test_a_stopped_rollout_is_in_the_custom_stats(tmp_path):
     assert summary["status"] == "stopped" and summary["stopped_after_batch"] == 2
     assert [(row["host"], row["result"]) for row in summary["hosts"]] == [
         ("gpu-01", "deployed"), ("gpu-02", "rolled_back"), ("gpu-03", "not started")]
+
+
+def test_each_hosts_sglang_version_change_is_in_the_summary(tmp_path):
+    """Issue 15: the SGLang version change of each host (against its previous known-good configuration) is a column
+    of the summary, in the custom stats, the JSON and the Markdown."""
+    upgraded = dict(deployed(12.5), versions={"sglang": "0.5.10"}, previous_versions={"sglang": "0.5.9"})
+    same = dict(deployed(11.0), versions={"sglang": "0.5.9"}, previous_versions={"sglang": "0.5.9"})
+    rc, out = rollout(tmp_path, {"gpu-01": upgraded, "gpu-02": same, "gpu-03": deployed(13.1)})
+    assert rc == 0, out[-3000:]
+    summary = custom_stats(out)["inferops_sglang_fleet_summary"]
+    assert [(row["host"], row["sglang_version"]) for row in summary["hosts"]] == [
+        ("gpu-01", "0.5.9 -> 0.5.10"), ("gpu-02", "0.5.9"), ("gpu-03", "-")]
+    with open(str(tmp_path / "summary" / "latest.md")) as handle:
+        markdown = handle.read()
+    assert "| host | batch | result | SGLang |" in markdown
+    assert "| gpu-01 | 1 | deployed | 0.5.9 -> 0.5.10 |" in markdown
+    assert "| gpu-02 | 2 | deployed | 0.5.9 |" in markdown

@@ -109,7 +109,7 @@ def test_summary_rows_failure_before_cutover_and_silent_loss():
     assert [r['result'] for r in rows] == ['unchanged', 'failed', 'deployed', 'not started']
     rows = f.summary_rows(['a', 'b'], [['a'], ['b']], {}, {'a': {'msg': 'pre-flight: no GPUs', 'task': 'Check'}})
     assert rows[0] == {'host': 'a', 'batch': 1, 'result': 'failed', 'failure': 'pre-flight: no GPUs',
-                       'failed_task': 'Check', 'ok': False}
+                       'failed_task': 'Check', 'ok': False, 'sglang_version': '-'}
     assert rows[1]['result'] == 'not started'
 
 
@@ -140,3 +140,17 @@ def test_summary_rows_ok_only_where_the_rollout_goes_on():
                           {'b': {'msg': 'gate', 'task': 'Gate'}, 'c': {'msg': 'gate', 'task': 'Gate'}})
     assert [(r['result'], r['ok']) for r in rows] == [
         ('deployed', True), ('rolled_back', False), ('stopped', False), ('unchanged', True), ('not started', True)]
+
+
+def test_summary_rows_show_each_hosts_sglang_version_change():
+    """Issue 15: the SGLang column - the change against the previous known-good configuration (a canary upgraded,
+    a host of a later batch unchanged, one whose previous known-good recorded no version, one not started)."""
+    results = {
+        'a': {'result': 'deployed', 'versions': {'sglang': '0.5.10', 'torch': None},
+              'previous_versions': {'sglang': '0.5.9', 'torch': '2.9.1+cu130'}},
+        'b': {'result': 'unchanged', 'versions': {'sglang': '0.5.9'}, 'previous_versions': {'sglang': '0.5.9'}},
+        'c': {'result': 'deployed', 'versions': {'sglang': '0.5.9'}, 'previous_versions': {}},
+    }
+    rows = f.summary_rows(['a', 'b', 'c', 'd'], [['a'], ['b', 'c'], ['d']], results, {})
+    assert [r['sglang_version'] for r in rows] == ['0.5.9 -> 0.5.10', '0.5.9', '0.5.9', '-']
+    assert rows[0]['versions'] == {'sglang': '0.5.10', 'torch': None}

@@ -122,3 +122,22 @@ def test_text_table():
         'w2        -',
     ]
     assert o.text_table([], ['host']) == ['host', '----']
+
+
+def test_status_row_sglang_of_the_running_interpreter():
+    """Issue 15: after an upgrade the unit runs a new venv the facts did not probe (they probe the adopted one): the
+    SGLang version is the one the known-good manifest recorded for that interpreter, not the probed venv's."""
+    new_python = '/opt/sglang/venvs/0.5.10/bin/python'
+    facts = _facts(['--tp', '8'], version='0.5.9')
+    facts['python']['executable'] = '/root/ml-env/bin/python3'
+    facts['servers'][0]['executable'] = new_python
+    known_good = {'exists': True, 'manifest': {'saved_at': '2026-12-01T03:00:00Z',
+                                               'record': {'versions': {'sglang': '0.5.10', 'python': new_python}}}}
+    probe = {'port': 30000, 'health': {'state': 'ready'}}
+    assert o.status_row('w1', facts, known_good, probe, 0)['sglang'] == '0.5.10'
+    # The running server is the probed interpreter: the facts (what is installed now) count.
+    facts['servers'][0]['executable'] = '/root/ml-env/bin/python3'
+    assert o.status_row('w1', facts, known_good, probe, 0)['sglang'] == '0.5.9'
+    # Another interpreter that the manifest does not describe either: unknown, not the probed venv's version.
+    facts['servers'][0]['executable'] = '/opt/other/bin/python'
+    assert o.status_row('w1', facts, known_good, probe, 0)['sglang'] == '-'
