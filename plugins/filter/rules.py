@@ -12,7 +12,8 @@ from the GPU count in ``_nvidia_smi`` (``gpu_blockers``, ``tp_unusable_reason``)
 ``cache_environment``, ``gpu_device_access``, ``security_exposure``), the systemd version in ``_host_init``
 (``systemd_version``) and the proof that a spawned child of the server's interpreter sees the CUDA/NCCL variables in
 ``_python_probe`` (``spawn_probe_argv``, ``spawn_env_missing``), and when a running server is degraded in ``_health``
-(``scheduler_shortfall``). These are thin wrappers; the contracts are in each filter's documentation
+(``scheduler_shortfall``), and the wanted SGLang version and its venv in ``_sglang_venvs``
+(``sglang_requirement``). These are thin wrappers; the contracts are in each filter's documentation
 (``plugins/filter/<name>.yml``) and in the docstrings of the functions.
 """
 
@@ -23,7 +24,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.sglang.plugins.module_utils import (
-    _health, _host_init, _nvidia_smi, _python_probe, _sandbox, _secrets, _supervisors)
+    _health, _host_init, _nvidia_smi, _python_probe, _sandbox, _secrets, _sglang_venvs, _supervisors)
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
 
 
@@ -87,4 +88,5 @@ class FilterModule(object):
             'scheduler_shortfall': _wrap(_health.scheduler_shortfall, 'scheduler_shortfall'),
             'gpu_blockers': _wrap(_nvidia_smi.gpu_blockers, 'gpu_blockers'),
             'tp_unusable_reason': _wrap(_tp_unusable_reason, 'tp_unusable_reason'),
+            'sglang_requirement': _wrap(_sglang_venvs.sglang_requirement, 'sglang_requirement'),
         }
