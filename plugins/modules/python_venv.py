@@ -151,9 +151,10 @@ print(json.dumps({"python_version": "%d.%d" % sys.version_info[:2], "ensurepip":
 
 
 def requirement_name(requirement):
-    """'supervisor==4.3.0' -> ('supervisor', '4.3.0'); a requirement without '==' gives version None."""
+    """'supervisor==4.3.0' -> ('supervisor', '4.3.0'); 'sglang[all]==0.5.10' -> ('sglang', '0.5.10') (extras are
+    not part of the distribution's name); a requirement without '==' gives version None."""
     name, sep, version = requirement.partition('==')
-    return name.strip(), (version.strip() if sep else None)
+    return name.split('[', 1)[0].strip(), (version.strip() if sep else None)
 
 
 def choose_route(creator):

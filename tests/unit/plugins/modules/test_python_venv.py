@@ -24,6 +24,8 @@ SUPERVISOR_WHEEL = sorted(glob.glob(os.path.join(WHEELS, 'supervisor-4.3.0-*.whl
 def test_requirement_name():
     assert python_venv.requirement_name('supervisor==4.3.0') == ('supervisor', '4.3.0')
     assert python_venv.requirement_name('sglang-router') == ('sglang-router', None)
+    # Issue 15: the distribution of a requirement with extras is the name without them.
+    assert python_venv.requirement_name('sglang[all]==0.5.10') == ('sglang', '0.5.10')
 
 
 @pytest.mark.parametrize('creator,route', [
