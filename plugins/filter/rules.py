@@ -12,8 +12,9 @@ from the GPU count in ``_nvidia_smi`` (``gpu_blockers``, ``tp_unusable_reason``)
 ``cache_environment``, ``gpu_device_access``, ``security_exposure``), the systemd version in ``_host_init``
 (``systemd_version``) and the proof that a spawned child of the server's interpreter sees the CUDA/NCCL variables in
 ``_python_probe`` (``spawn_probe_argv``, ``spawn_env_missing``), when a running server is degraded in ``_health``
-(``scheduler_shortfall``), and the versions of a deployed configuration in ``_versions`` (``deployed_versions``,
-``versions_change``). These are thin wrappers; the contracts are in each filter's documentation
+(``scheduler_shortfall``), the versions of a deployed configuration in ``_versions`` (``deployed_versions``,
+``versions_change``), and the wanted SGLang version and its venv in ``_sglang_venvs`` (``sglang_requirement``).
+These are thin wrappers; the contracts are in each filter's documentation
 (``plugins/filter/<name>.yml``) and in the docstrings of the functions.
 """
 
@@ -24,7 +25,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.sglang.plugins.module_utils import (
-    _health, _host_init, _nvidia_smi, _python_probe, _sandbox, _secrets, _supervisors, _versions)
+    _health, _host_init, _nvidia_smi, _python_probe, _sandbox, _secrets, _sglang_venvs, _supervisors, _versions)
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
 
 
@@ -90,4 +91,5 @@ class FilterModule(object):
             'tp_unusable_reason': _wrap(_tp_unusable_reason, 'tp_unusable_reason'),
             'deployed_versions': _wrap(_versions.deployed_versions, 'deployed_versions'),
             'versions_change': _wrap(_versions.versions_change, 'versions_change'),
+            'sglang_requirement': _wrap(_sglang_venvs.sglang_requirement, 'sglang_requirement'),
         }

@@ -44,6 +44,21 @@ options:
     type: list
     elements: str
     default: []
+  requirements:
+    description:
+      - More pinned requirements installed by the same C(pip install) as O(requirement) (companions such as C(torch)).
+    type: list
+    elements: str
+    default: []
+  marker:
+    description:
+      - A file that records a completed install of exactly O(requirement) and O(requirements) (a path relative to
+        O(venv), or absolute). With it, the venv counts as done only when the marker holds exactly these
+        requirements (and O(requirement)'s version is installed); it is written after pip succeeded, so an install
+        interrupted before that, or one of other requirements, is done again.
+      - Empty - no marker; done when O(requirement)'s version is installed.
+    type: str
+    default: ''
 extends_documentation_fragment:
   - inferops.sglang._attributes
 attributes:
@@ -99,6 +114,11 @@ rebuilt:
   description: Whether a half-built venv directory was found (and, outside check mode, rebuilt).
   returned: always
   type: bool
+marker:
+  description: The absolute path of the install marker (O(marker)), or null without one.
+  returned: always
+  type: str
+  sample: /opt/sglang/venvs/0.5.10/.inferops-sglang-installed
 '''
 
 import json
@@ -106,6 +126,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import url_passwords
+from ansible_collections.inferops.sglang.plugins.module_utils._sglang_venvs import install_marker
 
 PACKAGE_MANAGERS = (('apt', 'apt-get'), ('dnf', 'dnf'), ('yum', 'yum'), ('zypper', 'zypper'), ('apk', 'apk'))
 # What the creating interpreter and a venv's interpreter can do, without importing anything heavy.
@@ -130,9 +151,10 @@ print(json.dumps({"python_version": "%d.%d" % sys.version_info[:2], "ensurepip":
 
 
 def requirement_name(requirement):
-    """'supervisor==4.3.0' -> ('supervisor', '4.3.0'); a requirement without '==' gives version None."""
+    """'supervisor==4.3.0' -> ('supervisor', '4.3.0'); 'sglang[all]==0.5.10' -> ('sglang', '0.5.10') (extras are
+    not part of the distribution's name); a requirement without '==' gives version None."""
     name, sep, version = requirement.partition('==')
-    return name.strip(), (version.strip() if sep else None)
+    return name.split('[', 1)[0].strip(), (version.strip() if sep else None)
 
 
 def choose_route(creator):
@@ -156,6 +178,27 @@ class Venv(object):
         self.python, self.venv, self.pip_args = p['python'], p['venv'].rstrip('/') or '/', p['pip_args']
         self.name, self.wanted = requirement_name(p['requirement'])
         self.venv_python = os.path.join(self.venv, 'bin', 'python')
+        self.requirements = [p['requirement']] + list(p['requirements'])
+        self.marker = os.path.join(self.venv, p['marker']) if p['marker'] else None
+        self.marker_text = install_marker(self.requirements)
+
+    def marker_ok(self):
+        """True without a marker, else whether the marker records exactly these requirements."""
+        if self.marker is None:
+            return True
+        try:
+            with open(self.marker, 'r') as handle:
+                return handle.read() == self.marker_text
+        except (IOError, OSError):
+            return False
+
+    def write_marker(self):
+        if self.marker is None:
+            return
+        tmp = self.marker + '.tmp'
+        with open(tmp, 'w') as handle:
+            handle.write(self.marker_text)
+        os.rename(tmp, self.marker)
 
     def probe(self, python, dist=None):
         if not os.access(python, os.X_OK):
@@ -183,13 +226,14 @@ class Venv(object):
 
     def ensure(self):
         before = self.probe(self.venv_python, self.name)
-        result = {'changed': False, 'version': (before or {}).get('version'), 'rebuilt': False, 'route': None}
+        result = {'changed': False, 'version': (before or {}).get('version'), 'rebuilt': False, 'route': None,
+                  'marker': self.marker}
         creator = self.probe(self.python)
         result['python_version'] = (creator or {}).get('python_version')
         result['venv_package'] = 'python%s-venv' % (result['python_version'] or '3')
         result['package_manager'] = self.package_manager()
         result['route'] = route = choose_route(creator)
-        if before and self.wanted is not None and before['version'] == self.wanted:
+        if before and self.wanted is not None and before['version'] == self.wanted and self.marker_ok():
             return result
         exists = os.path.lexists(self.venv)
         broken = exists and (before is None or not os.path.exists(os.path.join(self.venv, 'pyvenv.cfg')))
@@ -212,12 +256,15 @@ class Venv(object):
             self.run(argv, 'Creating the venv %s' % self.venv)
         venv_pip = (self.probe(self.venv_python) or {}).get('pip')
         pip = [self.venv_python, '-m', 'pip'] if venv_pip else [self.python, '-m', 'pip', '--python', self.venv_python]
-        self.run(pip + ['install', '--disable-pip-version-check', '-q'] + self.pip_args + [self.module.params['requirement']],
-                 'Installing %s into %s' % (self.module.params['requirement'], self.venv))
+        if self.marker is not None and os.path.lexists(self.marker):
+            os.unlink(self.marker)
+        self.run(pip + ['install', '--disable-pip-version-check', '-q'] + self.pip_args + self.requirements,
+                 'Installing %s into %s' % (' '.join(self.requirements), self.venv))
         result['version'] = (self.probe(self.venv_python, self.name) or {}).get('version')
         if self.wanted is not None and result['version'] != self.wanted:
             self.module.fail_json(msg='pip ran, yet the venv %s holds %s %s instead of %s.'
                                   % (self.venv, self.name, result['version'], self.wanted), **result)
+        self.write_marker()
         return result
 
 
@@ -228,6 +275,8 @@ def main():
             venv=dict(type='path', required=True),
             requirement=dict(type='str', required=True),
             pip_args=dict(type='list', elements='str', default=[]),
+            requirements=dict(type='list', elements='str', default=[]),
+            marker=dict(type='str', default=''),
         ),
         supports_check_mode=True,
     )

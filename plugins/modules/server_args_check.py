@@ -93,6 +93,16 @@ options:
       - Seconds the check may take, import of SGLang and torch included. On expiry the module fails.
     type: int
     default: 300
+  env_names:
+    description:
+      - Environment variable names (for example the C(SGLANG_*) names of the service's environment) to look up in
+        the installed SGLang; those that no C(.py) source of the installed C(sglang) package mentions are returned
+        in RV(env_names_unread). A name removed from SGLang is gone from its sources, so such a name is one this
+        version does not read.
+      - Decided from the package on disk, not from a table kept by hand, and only when SGLang imports.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full
@@ -205,6 +215,15 @@ parser_warnings:
   type: list
   elements: str
   sample: []
+env_names_unread:
+  description:
+    - The names of O(env_names) that appear in no C(.py) file of the installed C(sglang) package (the directories of
+      C(sglang.__path__)), in the order given; V([]) when every name appears or none was given.
+    - V(null) when RV(checked) is V(false).
+  returned: always
+  type: list
+  elements: str
+  sample: [SGLANG_ENABLE_SPEC_V2]
 duration_seconds:
   description: Wall-clock seconds the check took, interpreter start and SGLang import included.
   returned: always
@@ -222,6 +241,7 @@ stderr_tail:
   sample: "Segmentation fault"
 '''
 
+import itertools
 import json
 import os
 import time
@@ -236,6 +256,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils._secrets import (
     secret_values,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import flag_from_parser_message
+from ansible_collections.inferops.sglang.plugins.module_utils._sglang_venvs import names_absent_from_texts, package_sources
 
 PARSER_NAME = 'sglang.srt.server_args.ServerArgs.add_cli_args'
 RESULT_MARK = '@@INFEROPS_SERVER_ARGS_CHECK@@'
@@ -288,6 +309,8 @@ try:
         from sglang.srt.plugins import load_plugins
         load_plugins()
     from sglang.srt.server_args import ServerArgs
+    import sglang
+    out["package_dirs"] = [str(p) for p in getattr(sglang, "__path__", [])]
 except BaseException as exc:
     out["import_error"] = "%%s: %%s" %% (type(exc).__name__, exc)
     emit()
@@ -458,6 +481,7 @@ def _result_base():
         abbreviations={},
         deprecated={},
         parser_warnings=[],
+        env_names_unread=None,
         duration_seconds=0.0,
     )
 
@@ -480,6 +504,7 @@ def main():
             load_plugins=dict(type='bool', default=False),
             hide_gpus=dict(type='bool', default=True),
             timeout=dict(type='int', default=300),
+            env_names=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
         # args may hold --api-key values: do not write the invocation to the target's syslog.
@@ -548,6 +573,9 @@ def main():
             'sglang.srt.server_args does not import in %s (%s)' % (python, reply['import_error']))
 
     result['checked'] = True
+    dirs = reply.get('package_dirs') or []
+    result['env_names_unread'] = names_absent_from_texts(
+        module.params['env_names'], itertools.chain.from_iterable(package_sources(d) for d in dirs))
     result['valid'] = bool(reply.get('valid'))
     result['deprecated'] = reply.get('deprecated') or {}
     result['parser_warnings'] = reply.get('parser_warnings') or []

@@ -152,3 +152,10 @@ def test_c18_gpu_blockers_filter():
     assert FILTERS['tp_unusable_reason']({'gpus': [], 'gpu_count': 0}) == ''
     with pytest.raises(AnsibleFilterError, match='gpu_blockers'):
         FILTERS['gpu_blockers']('facts', 1)
+
+
+def test_sglang_requirement_filter():
+    """Issue 15: the role reads the wanted SGLang (its venv, interpreter, or the pre-flight's problem) from one rule."""
+    got = FILTERS['sglang_requirement']('sglang==0.5.10', '/opt/sglang/venvs')
+    assert got['venv'] == '/opt/sglang/venvs/0.5.10' and got['python'] == '/opt/sglang/venvs/0.5.10/bin/python3'
+    assert FILTERS['sglang_requirement']('sglang>=0.5.10', '/opt/sglang/venvs')['problem']

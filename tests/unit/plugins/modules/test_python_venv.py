@@ -24,6 +24,8 @@ SUPERVISOR_WHEEL = sorted(glob.glob(os.path.join(WHEELS, 'supervisor-4.3.0-*.whl
 def test_requirement_name():
     assert python_venv.requirement_name('supervisor==4.3.0') == ('supervisor', '4.3.0')
     assert python_venv.requirement_name('sglang-router') == ('sglang-router', None)
+    # Issue 15: the distribution of a requirement with extras is the name without them.
+    assert python_venv.requirement_name('sglang[all]==0.5.10') == ('sglang', '0.5.10')
 
 
 @pytest.mark.parametrize('creator,route', [
@@ -72,3 +74,36 @@ def test_a_password_in_pip_args_never_reaches_the_output(monkeypatch, capsys, tm
     result = run(monkeypatch, capsys, args)
     assert result['failed'] is True
     assert 's3cr3t-pw' not in json.dumps(result)
+
+
+@pytest.fixture(scope='module')
+def double_wheels(tmp_path_factory):
+    """The test double's wheels of 0.5.9 and 0.5.10 (tests/double/build_wheels.py)."""
+    import subprocess
+    out = tmp_path_factory.mktemp('wheels')
+    builder = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'double', 'build_wheels.py')
+    subprocess.run([sys.executable, builder, '--out', str(out), '--versions', '0.5.9', '0.5.10'],
+                   check=True, stdout=subprocess.PIPE)
+    return str(out)
+
+
+def test_companions_and_the_marker_of_a_completed_install(monkeypatch, capsys, tmp_path, double_wheels):
+    """Issue 15: requirements install with the pin; the marker records exactly them, so an install interrupted before
+    the marker (or one of other companions) is done again, and a completed one is not."""
+    venv = tmp_path / '0.5.10'
+    args = {'python': sys.executable, 'venv': str(venv), 'requirement': 'sglang==0.5.10',
+            'requirements': ['sglang==0.5.10'], 'marker': '.inferops-sglang-installed',
+            'pip_args': ['--no-index', '--find-links', double_wheels]}
+    planned = run(monkeypatch, capsys, args, check=True)
+    assert planned['changed'] is True and not venv.exists()
+    done = run(monkeypatch, capsys, args)
+    assert done['changed'] is True and done['version'] == '0.5.10', done
+    marker = venv / '.inferops-sglang-installed'
+    assert json.loads(marker.read_text())['requirements'] == ['sglang==0.5.10', 'sglang==0.5.10']
+    assert run(monkeypatch, capsys, args)['changed'] is False
+    marker.unlink()
+    assert run(monkeypatch, capsys, args, check=True)['changed'] is True and not marker.exists()
+    assert run(monkeypatch, capsys, args)['changed'] is True and marker.exists()
+    other = dict(args, requirements=[])
+    assert run(monkeypatch, capsys, other)['changed'] is True
+    assert json.loads(marker.read_text())['requirements'] == ['sglang==0.5.10']

@@ -329,7 +329,23 @@ def test_documentation_matches_argument_spec():
     doc = yaml.safe_load(server_args_check.DOCUMENTATION)
     yaml.safe_load(server_args_check.EXAMPLES)
     returns = yaml.safe_load(server_args_check.RETURN)
-    assert set(doc['options']) == {'python', 'args', 'fallback', 'environment', 'load_plugins', 'hide_gpus', 'timeout'}
+    assert set(doc['options']) == {'python', 'args', 'fallback', 'environment', 'load_plugins', 'hide_gpus', 'timeout',
+                                   'env_names'}
     assert set(returns) == {'checked', 'valid', 'sglang_version', 'python_version', 'parser', 'flag', 'message',
                             'abbreviations', 'deprecated', 'parser_warnings', 'duration_seconds',
-                            'rc', 'stderr_tail'}
+                            'env_names_unread', 'rc', 'stderr_tail'}
+
+
+def test_env_names_the_installed_sglang_never_mentions(stub_sglang):
+    """Issue 15 (SGLANG_ENABLE_SPEC_V2): of the names given, those no .py source of the installed sglang package
+    mentions are reported, so that the role leaves them out of the environment of that version."""
+    with open(stub_sglang + '/sglang/srt/environ.py', 'w') as handle:
+        handle.write('class Envs:\n    SGLANG_KNOWN_SWITCH = EnvBool(False)\n')
+    result = run_module(params_for(stub_sglang, GOOD, env_names=['SGLANG_ENABLE_SPEC_V2', 'SGLANG_KNOWN_SWITCH']), ExitJson)
+    assert result['env_names_unread'] == ['SGLANG_ENABLE_SPEC_V2']
+    assert run_module(params_for(stub_sglang, GOOD), ExitJson)['env_names_unread'] == []
+
+
+def test_env_names_unread_is_null_when_not_checked(empty_path):
+    result = run_module(params_for(empty_path, GOOD, fallback='skip', env_names=['SGLANG_X']), ExitJson)
+    assert result['checked'] is False and result['env_names_unread'] is None
