@@ -7,7 +7,10 @@ default ``sglang.version.BUILDS``: 0.5.9, 0.5.10 and 0.5.10.post1, the build
 whose server never gets healthy; README.md, "Versions"). Each wheel holds the
 ``sglang`` package with ``sglang/version.py`` saying that version, and
 ``sglang-<version>.dist-info`` (METADATA, WHEEL, entry_points.txt with the
-``sglang`` console script, top_level.txt, RECORD with sha256 hashes). A venv
+``sglang`` console script, top_level.txt, RECORD with sha256 hashes), and the
+ninja stand-in's wheel ``ninja-1.11.1.4-py3-none-any.whl`` (its ``bin/ninja``
+answers ``--version``), which every sglang wheel requires as real SGLang
+requires the ninja package. A venv
 then installs one offline:
 
     python3 -m venv /opt/sglang/venvs/0.5.10
@@ -32,8 +35,30 @@ import sglang_dist
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
-def wheel_name(version: str) -> str:
-    return "sglang-%s-py3-none-any.whl" % version
+# The ninja stand-in's distribution (sglang_dist.NINJA_STUB as its bin/ninja script), which the sglang wheels require
+# as real SGLang requires the ninja package.
+NINJA_VERSION = "1.11.1.4"
+
+
+def wheel_name(version: str, name: str = "sglang") -> str:
+    return "%s-%s-py3-none-any.whl" % (name, version)
+
+
+def _zip(files) -> bytes:
+    """A wheel's bytes from [(path, data)], the RECORD last; files under ``*.data/scripts/`` are executable."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path, data in files:
+            info = zipfile.ZipInfo(path, date_time=_ZIP_TIME)
+            info.external_attr = (0o100755 if ".data/scripts/" in path else 0o100644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    return buf.getvalue()
+
+
+def _with_record(files, dist_info):
+    record_path = dist_info + "/RECORD"
+    return files + [(record_path, sglang_dist.record_text(files, record_path).encode("utf-8"))]
 
 
 def wheel_bytes(version: str) -> bytes:
@@ -41,23 +66,25 @@ def wheel_bytes(version: str) -> bytes:
     files = sglang_dist.package_files(version)
     dist_info = sglang_dist.dist_info_name(version)
     files += [("%s/%s" % (dist_info, name), text.encode("utf-8"))
-              for name, text in sorted(sglang_dist.dist_info_files(version).items())]
-    record_path = dist_info + "/RECORD"
-    files.append((record_path, sglang_dist.record_text(files, record_path).encode("utf-8")))
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path, data in files:
-            info = zipfile.ZipInfo(path, date_time=_ZIP_TIME)
-            info.external_attr = 0o100644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, data)
-    return buf.getvalue()
+              for name, text in sorted(sglang_dist.dist_info_files(version, requires=("ninja",)).items())]
+    return _zip(_with_record(files, dist_info))
 
 
-def write_wheel(out_dir: str, version: str) -> bool:
-    """Write the wheel of ``version`` into ``out_dir``; True when the file changed."""
-    data = wheel_bytes(version)
-    path = os.path.join(out_dir, wheel_name(version))
+def ninja_wheel_bytes() -> bytes:
+    """The ninja stand-in's wheel: ``bin/ninja`` (installed from the wheel's data scripts) and its metadata."""
+    dist_info = "ninja-%s.dist-info" % NINJA_VERSION
+    files = [
+        ("ninja-%s.data/scripts/ninja" % NINJA_VERSION, sglang_dist.NINJA_STUB.encode("utf-8")),
+        (dist_info + "/METADATA", ("Metadata-Version: 2.1\nName: ninja\nVersion: %s\n"
+                                   "Summary: ninja stand-in of the inferops SGLang test double (--version only)\n"
+                                   % NINJA_VERSION).encode("utf-8")),
+        (dist_info + "/WHEEL", b"Wheel-Version: 1.0\nGenerator: inferops-sglang-double\nRoot-Is-Purelib: true\n"
+                               b"Tag: py3-none-any\n"),
+    ]
+    return _zip(_with_record(files, dist_info))
+
+
+def _write(path: str, data: bytes) -> bool:
     if os.path.isfile(path):
         with open(path, "rb") as f:
             if f.read() == data:
@@ -68,6 +95,11 @@ def write_wheel(out_dir: str, version: str) -> bool:
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
     return True
+
+
+def write_wheel(out_dir: str, version: str) -> bool:
+    """Write the wheel of ``version`` into ``out_dir``; True when the file changed."""
+    return _write(os.path.join(out_dir, wheel_name(version)), wheel_bytes(version))
 
 
 def main(argv=None):
@@ -90,6 +122,12 @@ def main(argv=None):
         wheels.append(path)
         if did_change:
             changed.append(path)
+    ninja = os.path.join(out_dir, wheel_name(NINJA_VERSION, "ninja"))
+    did_change = _write(ninja, ninja_wheel_bytes())
+    print("%s: %s" % ("changed" if did_change else "ok", ninja))
+    wheels.append(ninja)
+    if did_change:
+        changed.append(ninja)
     print(json.dumps({"changed": bool(changed), "changed_paths": changed, "wheels": wheels}))
     return 0
 

@@ -42,14 +42,7 @@ NVIDIA_SMI_SRC = os.path.join(HERE, "bin", "nvidia-smi")
 VERSION = sglang_dist.source_version()
 DEFAULT_SMI_CONFIG = "/etc/inferops-nvidia-smi-standin.json"
 
-NINJA_STUB = """#!/bin/sh
-# ninja stand-in installed by the inferops SGLang test double.
-case "$1" in
-  --version) echo "1.11.1"; exit 0 ;;
-  -h|--help) echo "usage: ninja [options] [targets...]"; exit 1 ;;
-  *) echo "ninja: no work to do."; exit 0 ;;
-esac
-"""
+NINJA_STUB = sglang_dist.NINJA_STUB
 
 NVCC_STUB = """#!/bin/sh
 # nvcc stand-in (CUDA 13.0) installed by the inferops SGLang test double.

@@ -39,7 +39,8 @@ def package_files(version: str = "") -> List[Tuple[str, bytes]]:
 
     Without ``version``: as in the source tree. With it: ``sglang/version.py``
     says ``__version__ = "<version>"`` (ValueError for a version the double
-    cannot play, see ``sglang.version.release``). Byte-code and __pycache__ are
+    cannot play, see ``sglang.version.release``), and the modules that version
+    no longer has (``sglang.version.DROPPED_MODULES``) are left out. Byte-code and __pycache__ are
     left out.
     """
     if version:
@@ -59,6 +60,12 @@ def package_files(version: str = "") -> List[Tuple[str, bytes]]:
                     raise ValueError("%s must hold exactly one line __version__ = \"...\"" % VERSION_SRC)
                 data = text.encode("utf-8")
             files.append(("sglang/" + os.path.relpath(src, PACKAGE_SRC).replace(os.sep, "/"), data))
+    if version:
+        # A build leaves out the modules its version no longer has (sglang.version.DROPPED_MODULES).
+        versions = version_module()
+        gone = set(path for path, since in versions.DROPPED_MODULES.items()
+                   if versions.release(version) >= versions.release(since))
+        files = [(path, data) for path, data in files if path not in gone]
     return sorted(files)
 
 
@@ -66,8 +73,22 @@ def dist_info_name(version: str) -> str:
     return "sglang-%s.dist-info" % version
 
 
-def dist_info_files(version: str) -> Dict[str, str]:
-    """METADATA, WHEEL, entry_points.txt (console script ``sglang``) and top_level.txt."""
+# The ninja stand-in: SGLang's schedulers run ``ninja --version`` (real SGLang depends on the ``ninja`` package,
+# whose wheel puts the binary into the venv's bin/). install.py writes it into <venv>/bin; build_wheels.py wraps
+# it in a ninja wheel that the sglang wheels require.
+NINJA_STUB = """#!/bin/sh
+# ninja stand-in installed by the inferops SGLang test double.
+case "$1" in
+  --version) echo "1.11.1"; exit 0 ;;
+  -h|--help) echo "usage: ninja [options] [targets...]"; exit 1 ;;
+  *) echo "ninja: no work to do."; exit 0 ;;
+esac
+"""
+
+
+def dist_info_files(version: str, requires: Tuple[str, ...] = ()) -> Dict[str, str]:
+    """METADATA (with a ``Requires-Dist`` line per entry of ``requires``), WHEEL, entry_points.txt (console script
+    ``sglang``) and top_level.txt."""
     return {
         "METADATA": (
             "Metadata-Version: 2.1\n"
@@ -76,6 +97,7 @@ def dist_info_files(version: str) -> Dict[str, str]:
             "Summary: SGLang test double (inferops.sglang): impersonates the SGLang %s server.\n"
             "License: Apache-2.0\n"
             "Requires-Python: >=3.8\n" % (version, version)
+            + "".join("Requires-Dist: %s\n" % name for name in requires)
         ),
         "entry_points.txt": "[console_scripts]\nsglang = sglang.cli:main\n",
         "top_level.txt": "sglang\n",

@@ -64,7 +64,8 @@ def in_venv(venv, code, env=None, cwd=None):
 
 def test_wheels_are_valid_reproducible_and_carry_their_version(wheelhouse, tmp_path):
     """Issue 15: each wheel holds the package, version.py with its version, and a RECORD pip can verify."""
-    assert sorted(p.name for p in wheelhouse.iterdir()) == sorted("sglang-%s-py3-none-any.whl" % v for v in BUILDS)
+    assert sorted(p.name for p in wheelhouse.iterdir()) == sorted(
+        ["sglang-%s-py3-none-any.whl" % v for v in BUILDS] + ["ninja-1.11.1.4-py3-none-any.whl"])
     for version in BUILDS:
         data = (wheelhouse / ("sglang-%s-py3-none-any.whl" % version)).read_bytes()
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -72,6 +73,10 @@ def test_wheels_are_valid_reproducible_and_carry_their_version(wheelhouse, tmp_p
             info = "sglang-%s.dist-info/" % version
             assert {info + n for n in ("METADATA", "WHEEL", "RECORD", "entry_points.txt", "top_level.txt")} <= set(names)
             assert "Version: %s\n" % version in zf.read(info + "METADATA").decode()
+            assert "Requires-Dist: ninja\n" in zf.read(info + "METADATA").decode()
+            # The spec v2 switch's reader is only in the builds before 0.5.10; after, its name is nowhere.
+            mentions = [n for n in names if n.endswith(".py") and b"SGLANG_ENABLE_SPEC_V2" in zf.read(n)]
+            assert mentions == (["sglang/srt/spec_v2.py"] if version == "0.5.9" else []), (version, mentions)
             assert "sglang = sglang.cli:main" in zf.read(info + "entry_points.txt").decode()
             assert '__version__ = "%s"' % version in zf.read("sglang/version.py").decode()
             assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]

@@ -6,7 +6,9 @@ tests/double/README.md, "Versions"):
 
 * server flags: the flag table in ``sglang/srt/server_args.py`` marks a flag
   ``since=V`` (added in V) or ``until=V`` (gone from V on);
-* ``SGLANG_ENABLE_SPEC_V2`` is read by versions before ``SPEC_V2_ENV_UNTIL``;
+* modules in ``DROPPED_MODULES`` are not in the builds from a version on (the
+  spec v2 environment switch's reader, ``sglang/srt/spec_v2.py``, from 0.5.10:
+  its name then appears nowhere in the package, as when SGLang removes a switch);
 * ``BAKED_FAIL_MODES``: ``SGLANG_DOUBLE_FAIL`` modes built into a version.
 """
 
@@ -18,8 +20,11 @@ __version__ = "0.5.9"
 # the next one, and a build of it whose server never gets healthy.
 BUILDS = ("0.5.9", "0.5.10", "0.5.10.post1")
 
-# First version that no longer reads the environment switch SGLANG_ENABLE_SPEC_V2.
-SPEC_V2_ENV_UNTIL = "0.5.10"
+# Package files a build leaves out from a version on: path in the package -> first version without it.
+# sglang/srt/spec_v2.py reads the spec v2 environment switch (0.5.9's _handle_speculative_decoding).
+DROPPED_MODULES = {
+    "sglang/srt/spec_v2.py": "0.5.10",
+}
 
 # Builds that fail on purpose: version -> SGLANG_DOUBLE_FAIL modes always on.
 BAKED_FAIL_MODES = {

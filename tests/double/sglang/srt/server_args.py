@@ -22,8 +22,8 @@ only before V: the build 0.5.10 lacks ``--cuda-graph-max-bs`` (an unknown
 flag there: argparse error, exit 2, also as a ``--config`` key) and has
 0.5.10's TLS flags, which 0.5.9 gets only with ``SGLANG_DOUBLE_SSL=1``.
 
-``SGLANG_ENABLE_SPEC_V2`` is read as 0.5.9's ``_handle_speculative_decoding``
-reads it, by versions before ``sglang.version.SPEC_V2_ENV_UNTIL`` only.
+The spec v2 environment switch is read by ``sglang/srt/spec_v2.py``, which the
+builds from 0.5.10 on do not have (``sglang.version.DROPPED_MODULES``).
 """
 
 from __future__ import annotations
@@ -38,6 +38,11 @@ from typing import Any, Dict, List, Optional
 
 from sglang import version as _version
 from sglang.srt.server_args_config_parser import ConfigSubsetError, merge_config_with_args
+
+try:  # the reader of the spec v2 environment switch; not in the builds from 0.5.10 on
+    from sglang.srt import spec_v2 as _spec_v2
+except ImportError:
+    _spec_v2 = None
 
 # Choice lists as SGLang 0.5.9 has them.
 _CHOICES: Dict[str, List[Any]] = {
@@ -515,29 +520,10 @@ class ServerArgs:
             raise ValueError("tp_size must be divisible by number of nodes")
         if self.enable_dp_attention and self.tp_size % self.dp_size != 0:
             raise ValueError("tp_size must be divisible by dp_size when dp attention is enabled")
-        if not _version.at_least(_version.SPEC_V2_ENV_UNTIL):
-            self._handle_spec_v2_env()
+        if _spec_v2 is not None:
+            _spec_v2.handle_speculative_env(self)
         if hasattr(self, "ssl_certfile"):
             self._handle_ssl_validation()
-
-    def _handle_spec_v2_env(self) -> None:
-        # The part of 0.5.9's ServerArgs._handle_speculative_decoding that reads
-        # SGLANG_ENABLE_SPEC_V2 (environ.py: EnvBool, default False): for EAGLE, EAGLE3,
-        # STANDALONE (and NEXTN, which 0.5.9 turns into EAGLE) the overlap scheduler runs
-        # only with spec v2 on, which allows only topk 1; any other value turns it off.
-        if self.speculative_algorithm not in ("EAGLE", "EAGLE3", "STANDALONE", "NEXTN"):
-            return
-        if _env_bool("SGLANG_ENABLE_SPEC_V2", False):
-            self.disable_overlap_schedule = False
-            logger.warning("Spec v2 is enabled for eagle/eagle3 speculative decoding and overlap schedule is turned on.")
-            if self.speculative_eagle_topk is not None and self.speculative_eagle_topk > 1:
-                raise ValueError("Spec v2 currently only supports topk = 1 for speculative decoding.")
-        else:
-            self.disable_overlap_schedule = True
-            logger.warning(
-                "Overlap scheduler is disabled when spec v2 is off or using unsupported speculative algorithm. "
-                "You can set env SGLANG_ENABLE_SPEC_V2=True to enable the experimental overlap scheduler. "
-            )
 
     def _handle_ssl_validation(self) -> None:
         # Same checks and messages as 0.5.10's ServerArgs._handle_ssl_validation
