@@ -1,14 +1,14 @@
 """The benchmark suite of issue 14: one command, one table with each goal beside its measured figure.
 
 Run (as root, in the venv, after scripts/setup.sh; the base image inferops-sglang/debian12-systemd must exist):
-    .venv/bin/python benchmarks/run.py [--collection PATH] [--quick] [--json OUT] [--pairs 5] [--workers 4]
+    .venv/bin/python benchmarks/run.py [--collection PATH] [--quick] [--json OUT] [--pairs 5] [--workers 4] [--only a,...,f]
 
 --collection PATH   the checkout whose roles, playbooks and scenario files are measured (default: the repository
                     this script is in); a temporary ansible_collections/inferops/sglang link to it goes first on
                     ANSIBLE_COLLECTIONS_PATH, so the same suite gives "before" and "after" figures of two checkouts.
 --quick             a smoke run: 2 pairs for (c), 2 workers for (d), 2 gate runs, a 30 s budget for (b).
 --json OUT          also write every figure (and the per-run samples) as JSON.
---only a,b,c,d,e    run some rows only ((e) comes with (c): both use the converged container).
+--only a,b,c,d,e,f  run some rows only ((e) comes with (c): both use the converged container).
 
 Rows (ratios rather than absolute times: this machine is shared and noisy):
  (a) gate latency: time from the double first answering /health 200 (an independent 20 ms poller) to the
@@ -34,6 +34,14 @@ Rows (ratios rather than absolute times: this machine is shared and noisy):
      converged run: a ``docker`` shim first on PATH logs every docker CLI call of the community.docker.docker
      connection (``docker exec`` = one round-trip: a module run, or a file put with dd; ``docker cp`` = a fetch),
      then runs the real docker. The count is checked first on a playbook of known size (3 module tasks).
+ (f) rollback after a failed SGLang upgrade (issue 15): a container like (c)'s is adopted on the double's 0.5.9,
+     upgraded to its 0.5.10 (a venv of its own, /opt/sglang/venvs/0.5.10, from a wheelhouse built by
+     tests/double/build_wheels.py), then asked for 0.5.10.post1, whose server never gets healthy (gate budget 30 s).
+     Measured: from the failed gate (the rollback's first task) to the 0.5.10 venv's gate passing (profile_tasks),
+     which includes stopping the new server, restoring the known-good unit, starting and loading the old server and
+     gating it, with nothing installed; against a ``pip install --force-reinstall sglang==0.5.10`` into that same
+     venv, offline from the same wheelhouse (a reinstall path would add the same stop, start, load and gate to it).
+     The double's wheels are a few hundred KB; a real SGLang reinstall brings torch and its CUDA libraries (GBs).
 
 Containers are named inferops-bench-*; they are removed at the end. Asserts nothing: exit status 0 unless a
 step could not run.
@@ -202,6 +210,17 @@ def top_tasks(tasks, exclude, count=10):
     return [(name, seconds, times) for name, (seconds, times) in ranked]
 
 
+def rollback_span(tasks, failed_task="cutover : Note what failed", gate_task="Gate"):
+    """Seconds from a failed gate to the known-good configuration's gate passing: from the start of the first task
+    named ``failed_task`` (the rollback's first step, right after the failed gate) to the end of the last task whose
+    name contains ``gate_task`` after it. None when the run has no rollback."""
+    began = next((t["start"] for t in tasks if failed_task in t["task"]), None)
+    if began is None:
+        return None
+    ends = [t["start"] + t["duration"] for t in tasks if t["start"] >= began and gate_task in t["task"]]
+    return (max(ends) - began) if ends else None
+
+
 # ---- measurements ----
 
 def say(msg):
@@ -273,19 +292,19 @@ def run_timed(cmd, log, env=None):
         return rc, elapsed, handle.read()
 
 
-def make_host(tmp, collection):
-    """The systemd container HOST in the reference state, converged once; returns its inventory directory."""
-    bench_fleet.start_containers([HOST])
-    inv = os.path.join(tmp, "inventory")
+def make_host(tmp, collection, host=HOST):
+    """The systemd container ``host`` in the reference state, converged once; returns its inventory directory."""
+    bench_fleet.start_containers([host])
+    inv = os.path.join(tmp, "inventory-" + host)
     os.makedirs(inv)
     os.symlink(os.path.join(collection, "inventory", "demo", "group_vars"), os.path.join(inv, "group_vars"))
     with open(os.path.join(inv, "hosts.yml"), "w") as handle:
         conn = {"ansible_connection": "community.docker.docker", "ansible_python_interpreter": "/usr/bin/python3"}
-        json.dump({"sglang_servers": {"hosts": {HOST: conn}}}, handle)
+        json.dump({"sglang_servers": {"hosts": {host: conn}}}, handle)
     playbook = os.path.join(BIN, "ansible-playbook")
     for name, path in (("prepare", os.path.join(collection, "extensions", "molecule", "resources", "prepare_reference.yml")),
                        ("converge", os.path.join(collection, "site.yml"))):
-        rc, elapsed, out = run_timed([playbook, "-i", inv, path], os.path.join(tmp, name + ".log"))
+        rc, elapsed, out = run_timed([playbook, "-i", inv, path], os.path.join(tmp, "%s-%s.log" % (host, name)))
         say("(c) %s: rc %d, %.0f s" % (name, rc, elapsed))
         if rc:
             raise RuntimeError("%s failed:\n%s" % (name, out[-3000:]))
@@ -348,6 +367,58 @@ START_TASK = "Note when the service is started"
 GATE_TASK = "Gate - TCP, /health"
 
 
+UPGRADE_HOST = "inferops-bench-upgrade"
+# The demo inventory's arguments without --cuda-graph-max-bs, which the double's 0.5.10 no longer has.
+UPGRADE_DROPPED_ARG = "cuda-graph-max-bs"
+
+
+def measure_upgrade_rollback(tmp, collection, runs):
+    """(f): adopt the reference server (0.5.9), upgrade it to the double's 0.5.10 in a venv of its own, then ask for
+    0.5.10.post1 (never healthy): the time from its failed gate to the 0.5.10 venv's gate passing, against a pip
+    reinstall of sglang==0.5.10 into that same venv (``runs`` times, offline from the same wheelhouse)."""
+    import yaml  # pylint: disable=import-outside-toplevel
+
+    inv = make_host(tmp, collection, UPGRADE_HOST)
+    wheels = os.path.join(tmp, "wheelhouse")
+    subprocess.run([sys.executable, os.path.join(collection, "tests", "double", "build_wheels.py"), "--out", wheels],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["docker", "cp", wheels, "%s:/opt/wheelhouse" % UPGRADE_HOST], check=True)
+    with open(os.path.join(collection, "inventory", "demo", "group_vars", "sglang_servers.yml")) as handle:
+        args = yaml.safe_load(handle)["service_server_args"]
+    args.pop(UPGRADE_DROPPED_ARG, None)
+    base = {"service_server_args": args, "service_sglang_pip_find_links": ["/opt/wheelhouse"],
+            "service_sglang_pip_no_index": True}
+    extra = os.path.join(tmp, "upgrade.json")
+    site = [os.path.join(BIN, "ansible-playbook"), "-i", inv, os.path.join(collection, "site.yml"), "-e", "@" + extra]
+    env = ansible_env(ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks")
+    with open(extra, "w") as handle:
+        json.dump(dict(base, service_sglang_version="sglang==0.5.10"), handle)
+    rc, upgrade_s, out = run_timed(site, os.path.join(tmp, "upgrade.log"), env)
+    say("(f) upgrade to 0.5.10: rc %d, %.0f s" % (rc, upgrade_s))
+    if rc:
+        raise RuntimeError("the upgrade to 0.5.10 failed:\n%s" % out[-3000:])
+    with open(extra, "w") as handle:
+        never_healthy = dict(base, service_sglang_version="sglang==0.5.10.post1", cutover_health_budget=30,
+                             cutover_health_request_timeout=20)
+        json.dump(never_healthy, handle)
+    rc, dummy, out = run_timed(site, os.path.join(tmp, "upgrade-never-healthy.log"), env)
+    rollback = rollback_span(parse_profile_stream(out))
+    python = subprocess.run(["docker", "exec", UPGRADE_HOST, "sh", "-c", "grep -o '^ExecStart=[^ ]*' "
+                             "/etc/systemd/system/sglang.service"], stdout=subprocess.PIPE, text=True, check=False).stdout.strip()
+    say("(f) 0.5.10.post1: rc %d, rollback %s s; the unit runs %s" % (rc, rollback, python))
+    if rc == 0 or rollback is None or "/0.5.10/" not in python:
+        raise RuntimeError("no rollback to the 0.5.10 venv:\n%s" % out[-3000:])
+    reinstall = []
+    for dummy in range(runs):
+        started = time.time()
+        subprocess.run(["docker", "exec", UPGRADE_HOST, "/opt/sglang/venvs/0.5.10/bin/python3", "-m", "pip", "install",
+                        "-q", "--force-reinstall", "--no-index", "--find-links", "/opt/wheelhouse", "sglang==0.5.10"],
+                       check=True)
+        reinstall.append(time.time() - started)
+    say("(f) pip reinstall of sglang==0.5.10 into its venv: %s s" % ", ".join("%.1f" % r for r in reinstall))
+    return {"rollback": rollback, "reinstall": reinstall, "upgrade_s": upgrade_s}
+
+
 def measure_rollout(workers, collection, colls):
     tmp = tempfile.mkdtemp(prefix="inferops-bench-fleet-")
     result = bench_fleet.rollout(workers, tmp, repo=collection, collections=colls, say=lambda m: say("(d) " + m))
@@ -408,6 +479,12 @@ def build_rows(fig):
         rows.append({"row": "(e) module round-trips per host", "measured": "%d docker exec" % e["site"]["exec"],
                      "comparison": "+%d docker cp; other CLI calls %d" % (e["site"]["cp"], sum(e["other"].values())),
                      "ratio": "-", "goal": "fewer", "met": "-"})
+    if "f" in fig:
+        f = fig["f"]
+        reinstall = statistics.median(f["reinstall"])
+        rows.append({"row": "(f) rollback after a failed upgrade", "measured": "%.1f s failed gate -> healthy" % f["rollback"],
+                     "comparison": "%.1f s pip reinstall alone (median of %d)" % (reinstall, len(f["reinstall"])),
+                     "ratio": "%.1f" % (f["rollback"] / reinstall), "goal": "-", "met": "-"})
     return rows
 
 
@@ -419,7 +496,7 @@ def main():
     ap.add_argument("--pairs", type=int, help="(c) paired runs (default 5, --quick 2)")
     ap.add_argument("--workers", type=int, help="(d) servers behind the router (default 4, --quick 2)")
     ap.add_argument("--runs", type=int, help="(a), (b) gate runs (default 5, --quick 2)")
-    ap.add_argument("--only", default="a,b,c,d,e", help="comma-separated rows to run (e needs c)")
+    ap.add_argument("--only", default="a,b,c,d,e,f", help="comma-separated rows to run (e needs c)")
     args = ap.parse_args()
     collection = os.path.abspath(args.collection)
     pairs = args.pairs or (2 if args.quick else 5)
@@ -447,6 +524,11 @@ def main():
         if "d" in only:
             fig["d"] = measure_rollout(workers, collection, colls)
             fig["d"]["workers"] = workers
+        if "f" in only:
+            try:
+                fig["f"] = measure_upgrade_rollback(tmp, collection, runs)
+            finally:
+                bench_fleet.remove_containers([UPGRADE_HOST])
     finally:
         fig["suite_s"] = time.time() - began
         if args.json_out:

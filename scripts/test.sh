@@ -12,7 +12,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 set +e
 cd "$INFEROPS_REPO"
 STAGES="${STAGES:-lint changelog sanity unit docs integration build molecule}"
-SCENARIOS="${SCENARIOS:-default rollback no_systemd secure fleet}"
+SCENARIOS="${SCENARIOS:-default rollback no_systemd secure fleet upgrade}"
 passed=0
 failed=0
 failures=()

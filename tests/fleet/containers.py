@@ -8,12 +8,16 @@ directory on the verifier's PYTHONPATH.
 
 - ``sh(container, command)``: run ``bash -c command`` in a container (``docker exec``), return its output
   (stdout and stderr); asserts exit status 0 unless ``check=False``.
+- ``playbook(name, extra=None, *options)``: run one of the collection's playbooks (``site``, ``restart``, ...) against
+  the scenario's inventory, with extra variables (a dict, passed as a JSON file); returns (rc, output, seconds).
 - ``start_load(router)`` / ``stop_load(router)``: the load generator (tests/fleet/loadgen.py, installed as
   /opt/loadgen.py by the scenarios' prepare) sending chat completions through the router while a rollout runs.
 """
 
 import json
+import os
 import subprocess
+import tempfile
 import time
 
 LOAD_REPORT = "/root/loadgen.json"
@@ -27,6 +31,21 @@ def sh(container, command, check=True, timeout=120):
     if check:
         assert proc.returncode == 0, "%s: %s\n%s" % (container, command, proc.stdout)
     return proc.stdout
+
+
+def playbook(name, extra=None, *options, timeout=900):
+    """Run ``ansible-playbook inferops.sglang.<name>`` against the scenario's inventory (MOLECULE_INVENTORY_FILE) with
+    ``extra`` variables (dict) and further command-line ``options``; returns (exit status, output, seconds)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
+        json.dump(extra or {}, handle)
+        handle.flush()
+        started = time.time()
+        proc = subprocess.run(
+            ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "inferops.sglang.%s" % name,
+             "-e", "@%s" % handle.name] + list(options),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False,
+            env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
+    return proc.returncode, proc.stdout, time.time() - started
 
 
 def start_load(router, key_file=None):

@@ -70,3 +70,17 @@ def test_parse_profile_stream_and_batches():
     assert batches == [{'wall': 14.0, 'drain': 3.0, 'gate': 9.0, 'overhead': 2.0},
                        {'wall': 1.5, 'drain': 0.0, 'gate': 0.0, 'overhead': 1.5}]
     assert run.top_tasks(tasks, ('Gate', 'Note', 'Start')) == [('r : Router - out', 3.0, 1), ('r : Facts', 2.5, 2), ('r : Report', 1.0, 1)]
+
+
+def test_rollback_span_from_the_first_rollback_task_to_the_last_gate_after_it():
+    tasks = [
+        {"task": "inferops.sglang.cutover : Gate - TCP, /health - start", "start": 10.0, "duration": 15.0},
+        {"task": "inferops.sglang.cutover : Note what failed", "start": 25.0, "duration": 0.1},
+        {"task": "inferops.sglang.cutover : Stop the new server", "start": 25.1, "duration": 1.0},
+        {"task": "inferops.sglang.cutover : Gate - TCP, /health - start", "start": 27.0, "duration": 2.0},
+        {"task": "inferops.sglang.cutover : Gate - TCP, /health - start", "start": 29.0, "duration": 3.5},
+        {"task": "inferops.sglang.cutover : Write the deployment record", "start": 32.5, "duration": 0.4},
+    ]
+    assert run.rollback_span(tasks) == 7.5
+    assert run.rollback_span(tasks[:1]) is None
+    assert run.rollback_span(tasks[:3]) is None
