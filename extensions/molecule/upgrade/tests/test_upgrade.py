@@ -9,6 +9,8 @@ hand-started configuration on the double's 0.5.9 in /root/ml-env. The tests run 
    as it was; SGLANG_ENABLE_SPEC_V2 (not read by 0.5.10) is not in the unit's environment.
 3. 0.5.10.post1, whose server never gets healthy: the canary's gate fails, the canary is back on the 0.5.10 venv
    (still on disk; no package is installed after the failed gate), the batch is not started.
+4. service_venvs_keep 0: the venvs of other versions are pruned (0.5.10.post1, on the canary), never the running and
+   known-good one.
 """
 
 import json
@@ -129,3 +131,18 @@ def test_a_version_that_never_gets_healthy_rolls_back_to_the_previous_venv():
     assert "cutover : Note what failed" in out, out[-3000:]
     after_gate = out[out.index("cutover : Note what failed"):out.rindex("PLAY RECAP")]
     assert "Install the wanted SGLang version" not in after_gate, after_gate[-3000:]
+
+
+def test_old_venvs_are_pruned_but_never_the_running_or_known_good_one():
+    """service_venvs_keep 0: the never-healthy 0.5.10.post1 venv goes; 0.5.10 (running, known-good) stays, and the
+    user's venv of the hand-started server (in the known-good history, outside service_venvs_dir) is left alone."""
+    before = sh(CANARY, "ls %s" % VENVS).split()
+    assert "0.5.10.post1" in before and "0.5.10" in before, before
+    pids = {name: main_pid(name) for name in SERVERS}
+    rc, out, dummy = playbook("site", version("sglang==0.5.10", service_server_args=ARGS_0510, service_venvs_keep=0))
+    assert rc == 0, out[-4000:]
+    for name in SERVERS:
+        assert sh(name, "ls %s" % VENVS).split() == ["0.5.10"], name
+        assert main_pid(name) == pids[name], name
+        assert server_version(name) == "0.5.10", name
+        assert sh(name, "test -x %s && echo kept" % ADOPTED_PYTHON).strip() == "kept", name
