@@ -162,6 +162,7 @@ def summary_rows(order, batches, results, failures):
             row['result'] = 'not started'
         row['ok'] = row.get('result') in ROLLOUT_GOES_ON and not failure
         row['sglang_version'] = _versions.column_text((result.get('previous_versions') or {}).get('sglang'),
-                                                      (result.get('versions') or {}).get('sglang'))
+                                                      (result.get('versions') or {}).get('sglang'),
+                                                      rolled_back=row.get('result') == 'rolled_back')
         rows.append(row)
     return rows

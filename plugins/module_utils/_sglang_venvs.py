@@ -51,10 +51,15 @@ def parse_sglang_requirement(text):
     return {'name': 'sglang', 'extras': extras, 'version': version}
 
 
-def sglang_requirement(text, venvs_dir):
+_VENV_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._+-]*$')
+
+
+def sglang_requirement(text, venvs_dir, venv_name=''):
     """The wanted SGLang: ``{name, extras, version, requirement, venv, python, problem}``.
 
-    ``venv`` is ``<venvs_dir>/<version>`` and ``python`` its ``bin/python3``; ``requirement`` the text stripped.
+    ``venv`` is ``<venvs_dir>/<venv_name or version>`` and ``python`` its ``bin/python3``; ``requirement`` the text
+    stripped. ``venv_name`` (one path component: letters, digits, ``._+-``) names the venv when another set of
+    companions needs a venv of its own for the same version (an installed venv is never changed).
     A refused requirement (see ``parse_sglang_requirement``) or a ``venvs_dir`` that is not absolute gives its message
     in ``problem`` (else '') and None for the rest, so that a pre-flight can report it with the other failures.
     """
@@ -70,25 +75,44 @@ def sglang_requirement(text, venvs_dir):
         answer.update(version=None, problem='service_venvs_dir %r must be an absolute path (the venvs of the SGLang '
                                             'versions live under it, one per version).' % venvs_dir)
         return answer
-    answer['venv'] = os.path.join(os.path.normpath(venvs_dir), answer['version'])
+    venv_name = str(venv_name or '')
+    if venv_name and not _VENV_NAME.match(venv_name):
+        answer.update(version=None, problem='service_sglang_venv_name %r must be one directory name (letters, digits '
+                                            'and ._+-, starting with a letter or digit).' % venv_name)
+        return answer
+    answer['venv'] = os.path.join(os.path.normpath(venvs_dir), venv_name or answer['version'])
     answer['python'] = os.path.join(answer['venv'], 'bin', 'python3')
     return answer
 
 
 def install_marker(requirements):
-    """The text of the marker that records a completed install of exactly ``requirements`` (a list of str)."""
-    return json.dumps({'requirements': [str(r) for r in requirements]}, sort_keys=True) + '\n'
+    """The text of the marker that records a completed install of exactly ``requirements`` (a list of str). The
+    same set gives the same text whatever its order and spacing (``sglang == 0.5.10`` is ``sglang==0.5.10``)."""
+    return json.dumps({'requirements': sorted(re.sub(r'\s+', '', str(r)) for r in requirements)}, sort_keys=True) + '\n'
+
+
+def marker_requirements(text):
+    """The requirements a marker's text records (list of str), or None when it is not a marker."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    found = data.get('requirements') if isinstance(data, dict) else None
+    return [str(r) for r in found] if isinstance(found, list) else None
 
 
 def names_absent_from_texts(names, texts):
     """The names of ``names`` (list of str) that occur in none of ``texts`` (an iterable of str, read lazily and
-    only until every name was seen), in the order given."""
+    only until every name was seen), in the order given. No text at all says nothing: [] (a package whose sources
+    are not there to read, compiled or zipped, must not make every name look unread)."""
     missing = list(names)
+    seen = False
     for text in texts:
+        seen = True
         missing = [name for name in missing if name not in text]
         if not missing:
             break
-    return missing
+    return missing if seen else []
 
 
 def package_sources(root):
@@ -104,17 +128,6 @@ def package_sources(root):
                     yield handle.read().decode('utf-8', 'replace')
             except (IOError, OSError):
                 continue
-
-
-def venv_of_path(venvs_dir, path):
-    """The venv directory directly under ``venvs_dir`` that ``path`` (an interpreter, a venv) lies in, else None."""
-    if not path or not venvs_dir:
-        return None
-    base = os.path.normpath(str(venvs_dir))
-    path = os.path.normpath(str(path))
-    if not path.startswith(base + os.sep):
-        return None
-    return os.path.join(base, path[len(base) + 1:].split(os.sep)[0])
 
 
 def venvs_to_prune(venvs, wanted, keep, protected):

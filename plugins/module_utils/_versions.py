@@ -90,10 +90,13 @@ def change_text(old, new):
     return '%s (unchanged)' % new if old == new else '%s -> %s' % (old, new)
 
 
-def column_text(old, new):
+def column_text(old, new, rolled_back=False):
     """One version against the one before, as a table cell (str): ``0.5.9 -> 0.5.10`` when it changed, the version
-    alone when it did not or OLD is unknown, ``-`` when both are unknown."""
+    alone when it did not or OLD is unknown, ``-`` when both are unknown. ``rolled_back``: the host runs OLD again,
+    ``0.5.10 (0.5.10.post1 rolled back)``."""
     old, new = _text(old), _text(new)
+    if rolled_back and old is not None and new is not None and old != new:
+        return '%s (%s rolled back)' % (old, new)
     if old is None or old == new:
         return new or '-'
     return '%s -> %s' % (old, new or 'unknown')

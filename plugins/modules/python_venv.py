@@ -59,6 +59,19 @@ options:
       - Empty - no marker; done when O(requirement)'s version is installed.
     type: str
     default: ''
+  keep_installed:
+    description:
+      - With O(marker), a venv whose marker records a completed install of other requirements is never changed (a
+        running or known-good server may use it) - the module fails naming both sets; in check mode it reports them
+        in RV(conflict) instead, so that a pre-flight can refuse before anything changes.
+      - The same set in another order or spacing is the same install.
+    type: bool
+    default: false
+  index_url:
+    description:
+      - The package index (C(pip install --index-url)), handed to pip through its environment (C(PIP_INDEX_URL)),
+        never on its command line, and never shown in the module's output or logs (it may carry a token).
+    type: str
 extends_documentation_fragment:
   - inferops.sglang._attributes
 attributes:
@@ -119,6 +132,12 @@ marker:
   returned: always
   type: str
   sample: /opt/sglang/venvs/0.5.10/.inferops-sglang-installed
+conflict:
+  description:
+    - With O(keep_installed), why the venv is left as it is (its marker records another completed install), else ''.
+  returned: always
+  type: str
+  sample: "/opt/sglang/venvs/0.5.10 holds a completed install of sglang==0.5.10, torch==2.9.0; ..."
 '''
 
 import json
@@ -126,7 +145,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import url_passwords
-from ansible_collections.inferops.sglang.plugins.module_utils._sglang_venvs import install_marker
+from ansible_collections.inferops.sglang.plugins.module_utils._sglang_venvs import install_marker, marker_requirements
 
 PACKAGE_MANAGERS = (('apt', 'apt-get'), ('dnf', 'dnf'), ('yum', 'yum'), ('zypper', 'zypper'), ('apk', 'apk'))
 # What the creating interpreter and a venv's interpreter can do, without importing anything heavy.
@@ -182,6 +201,24 @@ class Venv(object):
         self.marker = os.path.join(self.venv, p['marker']) if p['marker'] else None
         self.marker_text = install_marker(self.requirements)
 
+    def marker_conflict(self):
+        """'' unless O(keep_installed) and the marker records a completed install of another set: then why."""
+        if self.marker is None or not self.module.params['keep_installed']:
+            return ''
+        try:
+            with open(self.marker, 'r') as handle:
+                text = handle.read()
+        except (IOError, OSError):
+            return ''
+        if text == self.marker_text:
+            return ''
+        installed = marker_requirements(text)
+        return ('%s holds a completed install of %s; %s differs. An installed venv is never changed, since a running '
+                'or known-good server may use it: give this set a venv of its own (service_sglang_venv_name), or '
+                'remove %s when nothing uses it.'
+                % (self.venv, ', '.join(installed) if installed is not None else 'another set',
+                   ', '.join(marker_requirements(self.marker_text)), self.venv))
+
     def marker_ok(self):
         """True without a marker, else whether the marker records exactly these requirements."""
         if self.marker is None:
@@ -213,8 +250,8 @@ class Venv(object):
         except (ValueError, IndexError):
             return None
 
-    def run(self, argv, what):
-        rc, out, err = self.module.run_command(argv, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+    def run(self, argv, what, env=None):
+        rc, out, err = self.module.run_command(argv, environ_update=dict({'LANG': 'C', 'LC_ALL': 'C'}, **(env or {})))
         if rc != 0:
             self.module.fail_json(msg='%s failed (rc %d): %s' % (what, rc, (err or out).strip()[-2000:]), cmd=argv)
 
@@ -233,6 +270,11 @@ class Venv(object):
         result['venv_package'] = 'python%s-venv' % (result['python_version'] or '3')
         result['package_manager'] = self.package_manager()
         result['route'] = route = choose_route(creator)
+        result['conflict'] = self.marker_conflict()
+        if result['conflict']:
+            if self.module.check_mode:
+                return result
+            self.module.fail_json(msg=result['conflict'], **result)
         if before and self.wanted is not None and before['version'] == self.wanted and self.marker_ok():
             return result
         exists = os.path.lexists(self.venv)
@@ -258,8 +300,10 @@ class Venv(object):
         pip = [self.venv_python, '-m', 'pip'] if venv_pip else [self.python, '-m', 'pip', '--python', self.venv_python]
         if self.marker is not None and os.path.lexists(self.marker):
             os.unlink(self.marker)
+        index = self.module.params['index_url']
         self.run(pip + ['install', '--disable-pip-version-check', '-q'] + self.pip_args + self.requirements,
-                 'Installing %s into %s' % (' '.join(self.requirements), self.venv))
+                 'Installing %s into %s' % (' '.join(self.requirements), self.venv),
+                 env={'PIP_INDEX_URL': index} if index else None)
         result['version'] = (self.probe(self.venv_python, self.name) or {}).get('version')
         if self.wanted is not None and result['version'] != self.wanted:
             self.module.fail_json(msg='pip ran, yet the venv %s holds %s %s instead of %s.'
@@ -277,6 +321,8 @@ def main():
             pip_args=dict(type='list', elements='str', default=[]),
             requirements=dict(type='list', elements='str', default=[]),
             marker=dict(type='str', default=''),
+            keep_installed=dict(type='bool', default=False),
+            index_url=dict(type='str', no_log=True),
         ),
         supports_check_mode=True,
     )

@@ -16,7 +16,12 @@ description:
   - Lists the venvs under O(dir) (one directory per SGLang version, as the P(inferops.sglang.service#role) role makes
     them) and removes those of versions other than O(wanted) beyond the newest O(keep) (by the directory's mtime),
     oldest first.
-  - Never removes O(wanted), a venv that a path of O(protect) lies in (the running server's interpreter), nor one that
+  - Only a directory that holds a C(pyvenv.cfg) and the install marker O(marker) (written by
+    M(inferops.sglang.python_venv) after a completed install) counts as a venv; anything else under O(dir), a symlink
+    included, is never touched.
+  - Never removes O(wanted), a venv that a path of O(protect) lies in (the running server's interpreter; symlinked
+    directories resolved, so C(/data/venvs/0.5.9/bin/python3) protects C(/opt/sglang/venvs/0.5.9) when that is a
+    symlink to C(/data/venvs)), nor one that
     a known-good configuration runs - the first word of the C(command) of C(manifest.json) in each directory of
     O(known_good_dirs) and in each directory directly under it (the current known-good store and its history), so
     that a rollback finds its venv on disk.
@@ -41,6 +46,10 @@ options:
     type: list
     elements: path
     default: []
+  marker:
+    description: The install marker's name inside a venv (as given to M(inferops.sglang.python_venv)).
+    type: str
+    default: .inferops-sglang-installed
   known_good_dirs:
     description:
       - Known-good stores (the current one and the history directory of the P(inferops.sglang.known_good#role) role);
@@ -99,19 +108,36 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.sglang.plugins.module_utils import _known_good
-from ansible_collections.inferops.sglang.plugins.module_utils._sglang_venvs import venv_of_path, venvs_to_prune
+from ansible_collections.inferops.sglang.plugins.module_utils._sglang_venvs import venvs_to_prune
 
 
-def list_venvs(root):
-    """The directories directly under ``root`` (not symlinks), each ``{path, mtime}``; [] when ``root`` is missing."""
+def list_venvs(root, marker):
+    """The venvs this collection installed directly under ``root``: directories (not symlinks) holding ``pyvenv.cfg``
+    and the install ``marker``, each ``{path, mtime}``; [] when ``root`` is missing."""
     found = []
     if not os.path.isdir(root):
         return found
     for name in sorted(os.listdir(root)):
         path = os.path.join(root, name)
-        if os.path.isdir(path) and not os.path.islink(path):
+        if (os.path.isdir(path) and not os.path.islink(path) and os.path.isfile(os.path.join(path, 'pyvenv.cfg'))
+                and os.path.isfile(os.path.join(path, marker))):
             found.append({'path': path, 'mtime': os.stat(path).st_mtime})
     return found
+
+
+def protected_venvs(venvs, named):
+    """The venvs (paths) that a path of ``named`` (interpreters, venvs) lies in, as written or with the symlinks of
+    its directories resolved (an interpreter itself is a symlink to the base Python, so only its directory is
+    resolved), against each venv as listed and as resolved."""
+    protected = set()
+    for venv in venvs:
+        bases = set([os.path.normpath(venv), os.path.realpath(venv)])
+        for path in named:
+            path = os.path.normpath(str(path))
+            forms = (path, os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path)))
+            if any(form == base or form.startswith(base + os.sep) for form in forms for base in bases):
+                protected.add(venv)
+    return sorted(protected)
 
 
 def known_good_commands(dirs):
@@ -143,20 +169,21 @@ def main():
             keep=dict(type='int', default=3),
             protect=dict(type='list', elements='path', default=[]),
             known_good_dirs=dict(type='list', elements='path', default=[]),
+            marker=dict(type='str', default='.inferops-sglang-installed'),
         ),
         supports_check_mode=True,
     )
     p = module.params
     if not os.path.isabs(p['dir']):
         module.fail_json(msg='dir must be an absolute path, not %r' % p['dir'])
-    venvs = list_venvs(p['dir'])
+    venvs = list_venvs(p['dir'], p['marker'])
     result = dict(changed=False, venvs=venvs, protected=[], removed=[])
     try:
         named = list(p['protect']) + known_good_commands(p['known_good_dirs'])
     except (IOError, OSError, ValueError) as exc:
         module.warn('No venv was pruned: a known-good manifest cannot be read, so which venv it runs is not known (%s).' % exc)
         module.exit_json(**result)
-    protected = sorted(set(v for v in (venv_of_path(p['dir'], path) for path in named) if v))
+    protected = protected_venvs([v['path'] for v in venvs], named)
     result['protected'] = protected
     try:
         removed = venvs_to_prune(venvs, p['wanted'], p['keep'], protected)

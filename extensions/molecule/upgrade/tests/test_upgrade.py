@@ -7,9 +7,10 @@ hand-started configuration on the double's 0.5.9 in /root/ml-env. The tests run 
    every old server keeps serving untouched (same pid, same unit).
 2. 0.5.10 without that flag: the canary, then the batch, move to /opt/sglang/venvs/0.5.10; /root/ml-env is left
    as it was; SGLANG_ENABLE_SPEC_V2 (not read by 0.5.10) is not in the unit's environment.
-3. 0.5.10.post1, whose server never gets healthy: the canary's gate fails, the canary is back on the 0.5.10 venv
+3. 0.5.10 again with another companion: refused in pre-flight (an installed venv is never changed).
+4. 0.5.10.post1, whose server never gets healthy: the canary's gate fails, the canary is back on the 0.5.10 venv
    (still on disk; no package is installed after the failed gate), the batch is not started.
-4. service_venvs_keep 0: the venvs of other versions are pruned (0.5.10.post1, on the canary), never the running and
+5. service_venvs_keep 0: the venvs of other versions are pruned (0.5.10.post1, on the canary), never the running and
    known-good one.
 """
 
@@ -109,6 +110,18 @@ def test_upgrade_moves_canary_then_batch_to_a_venv_of_its_own():
         # The user's venv is the previous known-good one: left exactly as it was.
         assert tree_digest(name, "/root/ml-env") == adopted[name], name
         assert "SGLANG_ENABLE_SPEC_V2" not in sh(name, "cat /etc/sglang/sglang.env"), name
+
+
+def test_another_set_of_companions_for_an_installed_version_is_refused():
+    """An installed venv is never changed (a running, known-good server uses it): the same version with another
+    companion stops at pre-flight, named, nothing installed, every server untouched."""
+    before = {name: (main_pid(name), tree_digest(name, VENVS + "/0.5.10")) for name in SERVERS}
+    rc, out, dummy = playbook("site", version("sglang==0.5.10", service_server_args=ARGS_0510,
+                                              service_sglang_requirements=["ninja==1.11.1.4"]))
+    assert rc != 0, out[-3000:]
+    assert "[Check the SGLang venv of that version]" in out and "never changed" in out, out[-4000:]
+    for name in SERVERS:
+        assert (main_pid(name), tree_digest(name, VENVS + "/0.5.10")) == before[name], name
 
 
 def test_a_version_that_never_gets_healthy_rolls_back_to_the_previous_venv():

@@ -101,15 +101,6 @@ def test_package_sources(tmp_path):
     assert sv.names_absent_from_texts(['SGLANG_X', 'SGLANG_Y', 'SGLANG_Z'], sv.package_sources(str(tmp_path))) == ['SGLANG_Y']
 
 
-def test_venv_of_path():
-    assert sv.venv_of_path('/opt/sglang/venvs', '/opt/sglang/venvs/0.5.9/bin/python3') == '/opt/sglang/venvs/0.5.9'
-    assert sv.venv_of_path('/opt/sglang/venvs/', '/opt/sglang/venvs/0.5.9') == '/opt/sglang/venvs/0.5.9'
-    assert sv.venv_of_path('/opt/sglang/venvs', '/root/ml-env/bin/python3') is None
-    assert sv.venv_of_path('/opt/sglang/venvs', '/opt/sglang/venvs') is None
-    assert sv.venv_of_path('/opt/sglang/venvs', '/opt/sglang/venvs2/x') is None
-    assert sv.venv_of_path('/opt/sglang/venvs', None) is None
-
-
 def _venvs(*items):
     return [{'path': '/v/' + name, 'mtime': mtime} for name, mtime in items]
 
@@ -137,3 +128,28 @@ def test_package_sources_is_a_generator_of_text(tmp_path):
     (tmp_path / 'a.py').write_text(u'A')
     assert list(sv.package_sources(str(tmp_path))) == ['A']
     assert list(sv.package_sources(os.path.join(str(tmp_path), 'missing'))) == []
+
+
+def test_install_marker_ignores_order_and_spacing_and_reads_back():
+    """Review of issue 15: a reordered or respaced set of the same requirements is the same install."""
+    one = sv.install_marker(['sglang==0.5.10', 'torch==2.9.1'])
+    assert one == sv.install_marker(['torch == 2.9.1', 'sglang==0.5.10'])
+    assert sv.marker_requirements(one) == ['sglang==0.5.10', 'torch==2.9.1']
+    assert sv.marker_requirements('not json') is None
+    assert sv.marker_requirements('{"other": 1}') is None
+
+
+def test_no_source_read_says_no_name_is_unread():
+    """Review of issue 15: a package with no .py sources to read (compiled, zipped) must not drop every SGLANG_*."""
+    assert sv.names_absent_from_texts(['SGLANG_A', 'SGLANG_B'], []) == []
+    assert sv.names_absent_from_texts(['SGLANG_A'], iter([])) == []
+
+
+def test_venv_name_names_the_venv_and_is_one_path_component():
+    answer = sv.sglang_requirement('sglang==0.5.10', '/opt/sglang/venvs', 'cu130-b')
+    assert (answer['venv'], answer['python'], answer['problem']) == (
+        '/opt/sglang/venvs/cu130-b', '/opt/sglang/venvs/cu130-b/bin/python3', '')
+    assert sv.sglang_requirement('sglang==0.5.10', '/opt/sglang/venvs')['venv'] == '/opt/sglang/venvs/0.5.10'
+    for bad in ('../x', 'a/b', '.hidden', '..'):
+        answer = sv.sglang_requirement('sglang==0.5.10', '/opt/sglang/venvs', bad)
+        assert answer['venv'] is None and 'service_sglang_venv_name' in answer['problem'], bad

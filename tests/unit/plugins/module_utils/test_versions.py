@@ -74,6 +74,13 @@ def test_change_texts(old, new, text, column):
     assert v.column_text(old, new) == column
 
 
+def test_column_text_of_a_rolled_back_host_names_the_version_it_runs():
+    """Review of issue 15: a rolled-back host runs the previous version again."""
+    assert v.column_text('0.5.10', '0.5.10.post1', rolled_back=True) == '0.5.10 (0.5.10.post1 rolled back)'
+    assert v.column_text('0.5.10', '0.5.10', rolled_back=True) == '0.5.10'
+    assert v.column_text(None, '0.5.10', rolled_back=True) == '0.5.10'
+
+
 def test_versions_change_lists_every_version_in_order():
     """C25-style upgrade: SGLang and the interpreter change, torch does not."""
     before = v.deployed_versions(COMMAND, FACTS)

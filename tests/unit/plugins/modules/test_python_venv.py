@@ -107,3 +107,40 @@ def test_companions_and_the_marker_of_a_completed_install(monkeypatch, capsys, t
     other = dict(args, requirements=[])
     assert run(monkeypatch, capsys, other)['changed'] is True
     assert json.loads(marker.read_text())['requirements'] == ['sglang==0.5.10']
+
+
+def test_keep_installed_never_changes_a_completed_venv_and_takes_the_index_from_the_environment(
+        monkeypatch, capsys, tmp_path, double_wheels):
+    """Review of issue 15: with keep_installed, another set of companions for a venv with a completed install is
+    refused (check mode: reported in `conflict`, nothing changed), the same set reordered or respaced is not another
+    set, and an index URL reaches pip through PIP_INDEX_URL, never its argv or the module's output."""
+    venv = tmp_path / '0.5.10'
+    args = {'python': sys.executable, 'venv': str(venv), 'requirement': 'sglang==0.5.10',
+            'requirements': ['ninja==1.11.1.4'], 'marker': '.inferops-sglang-installed', 'keep_installed': True,
+            'pip_args': ['--no-index', '--find-links', double_wheels]}
+    assert run(monkeypatch, capsys, args)['changed'] is True
+    marker = (venv / '.inferops-sglang-installed').read_text()
+    same = dict(args, requirement='sglang == 0.5.10')
+    assert run(monkeypatch, capsys, same)['changed'] is False
+    other = dict(args, requirements=[])
+    planned = run(monkeypatch, capsys, other, check=True)
+    assert planned['changed'] is False and 'ninja==1.11.1.4' in planned['conflict'], planned
+    refused = run(monkeypatch, capsys, other)
+    assert refused['failed'] is True and 'never changed' in refused['msg']
+    assert (venv / '.inferops-sglang-installed').read_text() == marker
+
+    seen = []
+    real_run_command = python_venv.AnsibleModule.run_command
+
+    def spy(self, argv, *a, **kw):
+        seen.append((list(argv), dict(kw.get('environ_update') or {})))
+        return real_run_command(self, argv, *a, **kw)
+
+    monkeypatch.setattr(python_venv.AnsibleModule, 'run_command', spy)
+    keyed = dict(args, venv=str(tmp_path / 'keyed'), pip_args=['--find-links', double_wheels],
+                 index_url='http://TOKEN-s3cr3t@127.0.0.1:9/simple')
+    result = run(monkeypatch, capsys, keyed)
+    installs = [(argv, env) for argv, env in seen if 'install' in argv]
+    assert installs and all('TOKEN-s3cr3t' not in ' '.join(argv) for argv, env in installs)
+    assert installs[-1][1]['PIP_INDEX_URL'] == 'http://TOKEN-s3cr3t@127.0.0.1:9/simple'
+    assert 'TOKEN-s3cr3t' not in json.dumps(result)

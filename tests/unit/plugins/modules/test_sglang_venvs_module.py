@@ -33,6 +33,8 @@ def host(tmp_path):
     for age, version in enumerate(['0.5.6', '0.5.7', '0.5.8', '0.5.9', '0.5.10']):
         path = venvs / version / 'bin'
         path.mkdir(parents=True)
+        (venvs / version / 'pyvenv.cfg').write_text('home = /usr/bin\n')
+        (venvs / version / '.inferops-sglang-installed').write_text('{"requirements": []}\n')
         os.utime(str(venvs / version), (1000 + age, 1000 + age))
     store = tmp_path / 'known-good'
     store.mkdir()
@@ -81,5 +83,32 @@ def test_an_unreadable_manifest_prunes_nothing(capsys, host):
 
 def test_documentation():
     doc = yaml.safe_load(sglang_venvs.DOCUMENTATION)
-    assert set(doc['options']) == {'dir', 'wanted', 'keep', 'protect', 'known_good_dirs'}
+    assert set(doc['options']) == {'dir', 'wanted', 'keep', 'protect', 'known_good_dirs', 'marker'}
     assert set(yaml.safe_load(sglang_venvs.RETURN)) == {'venvs', 'protected', 'removed'}
+
+
+def test_only_venvs_this_collection_installed_are_ever_pruned(capsys, host):
+    """Review of issue 15: a directory without pyvenv.cfg and the install marker (a model cache, a wheelhouse, a venv
+    the user made by hand under the same directory) is never a candidate, whatever keep says."""
+    venvs = host / 'venvs'
+    (venvs / 'models').mkdir()
+    (venvs / 'wheelhouse').mkdir()
+    (venvs / 'by-hand').mkdir()
+    (venvs / 'by-hand' / 'pyvenv.cfg').write_text('home = /usr/bin\n')
+    for name in ('models', 'wheelhouse', 'by-hand'):
+        os.utime(str(venvs / name), (1, 1))
+    done = run(capsys, {'dir': str(venvs), 'wanted': str(venvs / '0.5.10'), 'keep': 0})
+    assert sorted(os.listdir(str(venvs))) == ['0.5.10', 'by-hand', 'models', 'wheelhouse']
+    assert all(os.path.basename(path).startswith('0.5.') for path in done['removed'])
+
+
+def test_a_symlinked_venvs_dir_still_protects_the_running_venv(capsys, host, tmp_path):
+    """Review of issue 15: /opt/sglang/venvs -> /data/venvs; the running server's interpreter is known by the real
+    path (and an interpreter is itself a symlink to the base Python): its venv stays."""
+    link = tmp_path / 'link-venvs'
+    link.symlink_to(host / 'venvs')
+    real_python = str(host / 'venvs' / '0.5.9' / 'bin' / 'python3')
+    os.symlink('/usr/bin/python3', real_python)
+    done = run(capsys, {'dir': str(link), 'wanted': str(link / '0.5.10'), 'keep': 0, 'protect': [real_python]})
+    assert str(link / '0.5.9') in done['protected']
+    assert os.path.isdir(str(host / 'venvs' / '0.5.9'))
