@@ -8,6 +8,8 @@ directory on the verifier's PYTHONPATH.
 
 - ``sh(container, command)``: run ``bash -c command`` in a container (``docker exec``), return its output
   (stdout and stderr); asserts exit status 0 unless ``check=False``.
+- ``main_pid(container)`` / ``main_argv(container)`` / ``started_at(container)``: sglang.service's main process
+  (pid, command line as a list, start time in epoch seconds).
 - ``playbook(name, extra=None, *options)``: run one of the collection's playbooks (``site``, ``restart``, ...) against
   the scenario's inventory, with extra variables (a dict, passed as a JSON file); returns (rc, output, seconds).
 - ``start_load(router)`` / ``stop_load(router)``: the load generator (tests/fleet/loadgen.py, installed as
@@ -21,6 +23,7 @@ import tempfile
 import time
 
 LOAD_REPORT = "/root/loadgen.json"
+UNIT = "sglang.service"
 STOP_FILE = "/tmp/loadgen.stop"
 
 
@@ -31,6 +34,23 @@ def sh(container, command, check=True, timeout=120):
     if check:
         assert proc.returncode == 0, "%s: %s\n%s" % (container, command, proc.stdout)
     return proc.stdout
+
+
+def main_pid(container):
+    """MainPID of sglang.service in ``container`` (0 when it does not run)."""
+    return int(sh(container, "systemctl show -p MainPID --value %s" % UNIT).strip())
+
+
+def main_argv(container):
+    """The command line of sglang.service's main process (list of str); asserts that it runs (with its journal)."""
+    pid = main_pid(container)
+    assert pid > 0, sh(container, "journalctl -u %s -n 40 --no-pager" % UNIT, check=False)
+    return sh(container, "tr '\\0' '\\n' < /proc/%d/cmdline" % pid).split("\n")
+
+
+def started_at(container):
+    """Epoch seconds when sglang.service's main process started."""
+    return int(sh(container, 'date -d "$(systemctl show -p ExecMainStartTimestamp --value %s)" +%%s' % UNIT).strip())
 
 
 def playbook(name, extra=None, *options, timeout=900):

@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 
-from containers import sh, start_load, stop_load
+from containers import main_argv, main_pid, sh, start_load, started_at, stop_load
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
@@ -27,23 +27,8 @@ UNIT = "sglang.service"
 PLAN = [["fleet-w3"], ["fleet-r0", "fleet-r1", "fleet-w1"], ["fleet-w2", "fleet-w4"]]
 
 
-def main_pid(container):
-    return int(sh(container, "systemctl show -p MainPID --value %s" % UNIT).strip())
-
-
-def main_argv(container):
-    pid = main_pid(container)
-    assert pid > 0, sh(container, "journalctl -u %s -n 40 --no-pager" % UNIT, check=False)
-    return sh(container, "tr '\\0' '\\n' < /proc/%d/cmdline" % pid).split("\n")
-
-
 def flag(argv, name):
     return argv[argv.index(name) + 1] if name in argv else None
-
-
-def started_at(container):
-    """Epoch seconds when the unit's main process started."""
-    return int(sh(container, 'date -d "$(systemctl show -p ExecMainStartTimestamp --value %s)" +%%s' % UNIT).strip())
 
 
 def router_workers():

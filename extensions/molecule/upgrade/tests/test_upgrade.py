@@ -18,7 +18,7 @@ import json
 import os
 import re
 
-from containers import playbook, sh
+from containers import main_argv, main_pid, playbook, sh, started_at
 
 CANARY = "upgrade-1"
 BATCH = ["upgrade-2", "upgrade-3"]
@@ -41,16 +41,6 @@ def version(requirement, **more):
     extra = dict(WHEELHOUSE, service_sglang_version=requirement)
     extra.update(more)
     return extra
-
-
-def main_pid(name):
-    return int(sh(name, "systemctl show -p MainPID --value %s" % UNIT).strip())
-
-
-def main_argv(name):
-    pid = main_pid(name)
-    assert pid > 0, sh(name, "journalctl -u %s -n 40 --no-pager" % UNIT, check=False)
-    return sh(name, "tr '\\0' '\\n' < /proc/%d/cmdline" % pid).split("\n")
 
 
 def server_version(name):
@@ -99,8 +89,7 @@ def test_upgrade_moves_canary_then_batch_to_a_venv_of_its_own():
     rc, out, dummy = playbook("site", version("sglang==0.5.10", service_server_args=ARGS_0510))
     assert rc == 0, out[-4000:]
     assert latest_summary()["plan"]["batches"] == [[CANARY], BATCH]
-    started = {name: int(sh(name, 'date -d "$(systemctl show -p ExecMainStartTimestamp --value %s)" +%%s' % UNIT))
-               for name in SERVERS}
+    started = {name: started_at(name) for name in SERVERS}
     assert all(started[CANARY] <= started[name] for name in BATCH), started
     for name in SERVERS:
         assert unit_python(name) == VENVS + "/0.5.10/bin/python3", name
