@@ -33,6 +33,19 @@ def rollout_plan(hosts, hostvars, batches=None, canary=''):
         raise AnsibleFilterError('rollout_plan: %s' % exc)
 
 
+def rollout_serial(fleet):
+    """``hostvars['localhost']['inferops_sglang_fleet'] | default({}) | inferops.sglang.rollout_serial``: a play's ``serial``.
+
+    Ansible templates ``serial`` once, in its main process, before the play's first task: this filter loads the
+    collection's filter plugins there, so the worker process Ansible forks for every task inherits them instead of
+    importing them again (about a fifth of a converged run's controller time; benchmarks/README.md).
+    """
+    try:
+        return _fleet.serial(fleet)
+    except ValueError as exc:
+        raise AnsibleFilterError('rollout_serial: %s' % exc)
+
+
 def worker_urls(hosts, hostvars):
     """``groups['sglang_servers'] | inferops.sglang.worker_urls(hostvars)``: the servers a router balances over.
 
@@ -85,6 +98,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'rollout_plan': rollout_plan,
+            'rollout_serial': rollout_serial,
             'worker_urls': worker_urls,
             'fleet_summary_rows': fleet_summary_rows,
         }

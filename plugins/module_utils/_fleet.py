@@ -106,6 +106,23 @@ def plan(hosts, replica_of=None, batches=None, canary=''):
     }
 
 
+def serial(fleet):
+    """The ``serial`` of a rollout play: the planned batch sizes, or ``[1]`` where no plan was made.
+
+    :param fleet: the fleet role's declared output ``inferops_sglang_fleet`` (a dict with ``plan``, see plan()),
+        or ``{}``/``None`` where the planning play did not run (then every host is a batch of its own).
+    :returns: list of positive ints (hosts per batch).
+    :raises ValueError: a plan whose ``batch_sizes`` is not a list of positive ints.
+    """
+    sizes = ((fleet or {}).get('plan') or {}).get('batch_sizes')
+    if not sizes:
+        return [1]
+    if not isinstance(sizes, (list, tuple)) or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                                                      for n in sizes):
+        raise ValueError('the plan\'s batch_sizes must be a list of positive host counts, not %r' % (sizes,))
+    return list(sizes)
+
+
 def worker_url(host, port, url=None, scheme='http'):
     """The URL a router uses for a server: ``url`` when given, else ``<scheme>://<host>:<port>``.
 

@@ -154,3 +154,20 @@ def test_summary_rows_show_each_hosts_sglang_version_change():
     rows = f.summary_rows(['a', 'b', 'c', 'd'], [['a'], ['b', 'c'], ['d']], results, {})
     assert [r['sglang_version'] for r in rows] == ['0.5.9 -> 0.5.10', '0.5.9', '0.5.9', '-']
     assert rows[0]['versions'] == {'sglang': '0.5.10', 'torch': None}
+
+
+@pytest.mark.parametrize('fleet, expected', [
+    ({'plan': f.plan(HOSTS8)}, [1, 2, 2, 2, 1]),
+    ({}, [1]),
+    (None, [1]),
+    ({'plan': {}}, [1]),
+    ({'plan': {'batch_sizes': []}}, [1]),
+])
+def test_serial_is_the_plan_or_one_host_at_a_time(fleet, expected):
+    assert f.serial(fleet) == expected
+
+
+@pytest.mark.parametrize('sizes', [[0], [1, -2], ['2'], [True], 3])
+def test_serial_rejects_a_bad_plan(sizes):
+    with pytest.raises(ValueError, match='positive host counts'):
+        f.serial({'plan': {'batch_sizes': sizes}})
