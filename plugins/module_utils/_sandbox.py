@@ -171,12 +171,31 @@ def cache_environment(cache_dir, home=None):
     return env
 
 
-def security_exposure(text):
+def security_exposure(text, when=None):
     """The overall exposure of ``systemd-analyze security UNIT`` output: ``{'score': 9.6, 'level': 'UNSAFE'}``.
 
     ``score`` is systemd's 0.0 (most confined) - 10.0 (exposed) figure, ``level`` its word (OK, MEDIUM, EXPOSED,
     UNSAFE). ``None`` when the text holds no such line (an older systemd, a unit that is not loaded).
+
+    :param text: the command's standard output; or the result of the module ``service_files`` called with
+        ``exposure: true`` (a dict with ``exposure: {before, after}`` and ``files_changed``), read as ``when`` says.
+    :param when: with a ``service_files`` result: ``'before'`` (the unit as it was before the call) or ``'after'``
+        (as it is now: the second measurement; the first when no file changed; none when a file changed but was not
+        measured again, in check mode).
+    :raises ValueError: ``when`` given with text, or a result without ``exposure``, or another ``when``.
     """
+    if isinstance(text, dict):
+        exposure = text.get('exposure')
+        if not isinstance(exposure, dict) or when not in ('before', 'after'):
+            raise ValueError("a service_files result needs exposure: true and when 'before' or 'after', not %r" % (when,))
+        if when == 'before':
+            text = exposure.get('before')
+        elif exposure.get('after') is not None:
+            text = exposure['after']
+        else:
+            text = '' if text.get('files_changed') else exposure.get('before')
+    elif when is not None:
+        raise ValueError("'before' or 'after' is for a service_files result, not for text")
     match = _EXPOSURE.search(text or '')
     if not match:
         return None

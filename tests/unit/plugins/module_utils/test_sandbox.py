@@ -188,3 +188,24 @@ def test_a_root_service_keeps_its_capabilities_and_families_by_default():
         assert name not in names
     assert 'RestrictNamespaces' in names and 'ProtectProc' in names
     assert 'ProtectProc' not in _names(sandbox_directives(246, [], []))
+
+
+def test_security_exposure_of_a_service_files_result():
+    line = '\u2192 Overall exposure level for sglang.service: %s OK'
+    measured = {'exposure': {'before': line % '5.0', 'after': line % '2.1'}, 'files_changed': True}
+    assert security_exposure(measured, 'before') == {'score': 5.0, 'level': 'OK'}
+    assert security_exposure(measured, 'after') == {'score': 2.1, 'level': 'OK'}
+    # no file changed: not measured again, the first measurement is the unit as it is
+    same = {'exposure': {'before': line % '5.0', 'after': None}, 'files_changed': False}
+    assert security_exposure(same, 'after') == {'score': 5.0, 'level': 'OK'}
+    # check mode: a changed unit was not written, so there is nothing to say about it after
+    pending = {'exposure': {'before': line % '5.0', 'after': None}, 'files_changed': True}
+    assert security_exposure(pending, 'after') is None
+    assert security_exposure({'exposure': {'before': None, 'after': None}, 'files_changed': False}, 'before') is None
+
+
+@pytest.mark.parametrize('value, when', [({'files_changed': True}, 'after'), ({'exposure': {}}, 'now'),
+                                         ({'exposure': {}}, None), ('text', 'after')])
+def test_security_exposure_refuses_a_mixed_up_call(value, when):
+    with pytest.raises(ValueError):
+        security_exposure(value, when)
