@@ -50,6 +50,15 @@ options:
       - Take each file of O(files) from this directory (the same base name) instead of from its own path, for example a
         configuration rendered into a staging directory that is not live yet. Empty - from the files' own paths.
     type: path
+  contents:
+    description:
+      - The text to keep for a file of O(files) instead of reading it - a dict from the file's path, as O(files)
+        spells it, to its content; for example a configuration rendered on the controller that is not live yet (the
+        service role's first known-good configuration, the hand-started server). Files not named here are read as
+        O(source_dir) says.
+      - Never logged (it may hold an environment file).
+    type: dict
+    default: {}
   manifest:
     description: The manifest to write to C(manifest.json) (the known_good role's manifest schema).
     type: dict
@@ -108,6 +117,7 @@ import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _known_good
 
@@ -146,6 +156,7 @@ def main():
             history=dict(type='int', default=5),
             files=dict(type='list', elements='path', required=True),
             source_dir=dict(type='path'),
+            contents=dict(type='dict', default={}, no_log=True),
             manifest=dict(type='dict', required=True),
         ),
         supports_check_mode=True,
@@ -154,8 +165,14 @@ def main():
     store, history_dir, check = params['dir'], params['history_dir'], module.check_mode
     changed = False
     # Every source first: a missing file fails before anything changes.
+    strangers = sorted(set(params['contents']) - set(params['files']))
+    if strangers:
+        module.fail_json(msg='contents names %s, which files does not list' % ', '.join(strangers))
     sources = []
     for live in params['files']:
+        if live in params['contents']:
+            sources.append((_known_good.kept_copy_path(store, live), to_bytes(params['contents'][live] or '')))
+            continue
         src = os.path.join(params['source_dir'], os.path.basename(live)) if params['source_dir'] else live
         try:
             with open(src, 'rb') as handle:

@@ -84,6 +84,24 @@ def test_source_dir(tmp_path, run):
     assert (tmp_path / 'state' / 'known-good' / 'not-live.env').read_text() == 'B=1\n'
 
 
+def test_contents_given_instead_of_files(tmp_path, run):
+    """A configuration rendered on the controller (the service role's seed of a hand-started server): no file is read
+    for the paths contents names, the others are read as usual."""
+    files = live(tmp_path, **{'sglang.env': 'A=1\n'}) + ['/etc/systemd/system/not-live.service']
+    out = run(params(tmp_path, files, contents={'/etc/systemd/system/not-live.service': '[Service]\n'}))
+    assert not out.get('failed'), out
+    kept = tmp_path / 'state' / 'known-good'
+    assert (kept / 'not-live.service').read_text() == '[Service]\n'
+    assert (kept / 'sglang.env').read_text() == 'A=1\n'
+    assert '[Service]' not in str(out)
+
+
+def test_contents_for_a_file_not_listed_fails_before_anything_changes(tmp_path, run):
+    out = run(params(tmp_path, live(tmp_path, **{'sglang.env': 'A=1\n'}), contents={'/etc/other.env': 'X=1\n'}))
+    assert out['failed'] and '/etc/other.env' in out['msg']
+    assert not os.path.exists(str(tmp_path / 'state'))
+
+
 def test_missing_file_fails_before_anything_changes(tmp_path, run):
     out = run(params(tmp_path, [str(tmp_path / 'etc' / 'gone.env')]))
     assert out['failed'] and 'gone.env' in out['msg'] and 'run the service role first' in out['msg']
