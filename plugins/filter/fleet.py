@@ -38,7 +38,7 @@ def rollout_serial(fleet):
 
     Ansible templates ``serial`` once, in its main process, before the play's first task: this filter loads the
     collection's filter plugins there, so the worker process Ansible forks for every task inherits them instead of
-    importing them again (about a fifth of a converged run's controller time; benchmarks/README.md).
+    importing them again (about a fifth of a converged run's controller CPU; docs/docsite/rst/scale.rst).
     """
     try:
         return _fleet.serial(fleet)
