@@ -91,24 +91,6 @@ def parse_systemctl_show_units(text):
     return blocks
 
 
-# The unit properties host_facts reads for every unit it reports (one ``systemctl show`` call).
-UNIT_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'MainPID', 'NRestarts')
-
-
-def unit_states(names, text):
-    """``systemctl show --property=<UNIT_PROPERTIES> NAME...`` output -> dict NAME -> properties.
-
-    :param names: list of unit names, in the order they were asked for.
-    :param text: str, the command's output (one block per unit, blank lines between).
-    :returns: dict name -> :func:`parse_systemctl_show` dict (MainPID, NRestarts as int); ``{}`` when the number
-        of blocks is not the number of names (the output cannot be matched to them).
-    """
-    blocks = parse_systemctl_show_units(text)
-    if len(blocks) != len(names):
-        return {}
-    return dict(zip(names, blocks))
-
-
 def parse_supervisorctl_status(text):
     """One line of ``supervisorctl status NAME`` -> dict(state, pid, detail).
 

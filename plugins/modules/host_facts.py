@@ -670,16 +670,6 @@ ansible_facts:
               type: str
               returned: when known
               sample: active
-        unit_status:
-          description:
-            - The properties C(Id), C(LoadState), C(ActiveState), C(SubState), C(MainPID) and C(NRestarts) of
-              O(unit), from the same C(systemctl show) call as C(units) (C(MainPID) and C(NRestarts) as int; a unit
-              with no file reads C(LoadState=not-found), C(ActiveState=inactive), C(MainPID=0)).
-            - Empty when C(init.system) is not V(systemd) or C(systemctl) could not tell. The cutover role decides
-              from it instead of asking systemd again.
-          type: dict
-          returned: always
-          sample: {Id: sglang.service, LoadState: loaded, ActiveState: active, SubState: running, MainPID: 4242, NRestarts: 0}
         supervisor:
           description: supervisord and its programs.
           type: dict
@@ -1039,26 +1029,24 @@ class HostFacts(object):
         return listeners
 
     # ---- units and supervisord --------------------------------------------------------------
-    def units(self, init_system, pattern, unit):
-        """(unit files matching ``pattern``, the properties of ``unit``): one ``systemctl show`` call for both."""
+    def units(self, init_system, pattern):
         if init_system != 'systemd':
-            return [], {}
+            return []
         units = _supervisors.find_unit_files(UNIT_DIRS, pattern)
         names = []
-        for entry in units:
-            if '@.' not in entry['name'] and entry['name'] not in names:
-                names.append(entry['name'])
-        if unit and unit not in names:
-            names.append(unit)
+        for unit in units:
+            if '@.' not in unit['name'] and unit['name'] not in names:
+                names.append(unit['name'])
         systemctl = self.module.get_bin_path('systemctl')
-        states = {}
         if systemctl and names:
-            rc, out, dummy = self.run([systemctl, 'show', '--property=' + ','.join(_supervisors.UNIT_PROPERTIES)] + names)
-            states = _supervisors.unit_states(names, out) if rc == 0 else {}
-        for entry in units:
-            if (states.get(entry['name']) or {}).get('ActiveState'):
-                entry['active_state'] = states[entry['name']]['ActiveState']
-        return units, (states.get(unit) or {}) if unit else {}
+            rc, out, dummy = self.run([systemctl, 'show', '--property=Id,ActiveState'] + names)
+            blocks = _supervisors.parse_systemctl_show_units(out) if rc == 0 else []
+            if len(blocks) == len(names):
+                states = dict(zip(names, (b.get('ActiveState') for b in blocks)))
+                for unit in units:
+                    if states.get(unit['name']):
+                        unit['active_state'] = states[unit['name']]
+        return units
 
     def supervisor(self, unit_glob):
         pattern = unit_glob[:-len('.service')] if unit_glob.endswith('.service') else unit_glob
@@ -1172,7 +1160,7 @@ def main():
     facts.update(gpus.result())
     facts['cuda'] = cuda.result()
     facts['listeners'] = host.listeners()
-    facts['units'], facts['unit_status'] = host.units(facts['init']['system'], p['unit_glob'], p['unit'])
+    facts['units'] = host.units(facts['init']['system'], p['unit_glob'])
     facts['supervisor'] = host.supervisor(p['unit_glob'])
 
     facts.update(found)

@@ -48,7 +48,7 @@ options:
   source_dir:
     description:
       - Take each file of O(files) from this directory (the same base name) instead of from its own path, for example a
-        configuration rendered into a staging directory that is not live yet. Empty - from the files' own paths.
+        configuration rendered into a directory of its own that is not live yet. Empty - from the files' own paths.
     type: path
   contents:
     description:
@@ -164,14 +164,16 @@ def main():
     params = module.params
     store, history_dir, check = params['dir'], params['history_dir'], module.check_mode
     changed = False
-    # Every source first: a missing file fails before anything changes.
-    strangers = sorted(set(params['contents']) - set(params['files']))
+    # Every source first: a missing file fails before anything changes. The keys of contents are paths as files spells
+    # them: expanded the same way (~, $VAR) as the options of type path.
+    contents = dict((os.path.expanduser(os.path.expandvars(path)), text) for path, text in params['contents'].items())
+    strangers = sorted(set(contents) - set(params['files']))
     if strangers:
         module.fail_json(msg='contents names %s, which files does not list' % ', '.join(strangers))
     sources = []
     for live in params['files']:
-        if live in params['contents']:
-            sources.append((_known_good.kept_copy_path(store, live), to_bytes(params['contents'][live] or '')))
+        if live in contents:
+            sources.append((_known_good.kept_copy_path(store, live), to_bytes(contents[live] or '')))
             continue
         src = os.path.join(params['source_dir'], os.path.basename(live)) if params['source_dir'] else live
         try:

@@ -74,18 +74,6 @@ def test_parse_systemctl_show_units_converts_like_one_unit():
     assert parse_systemctl_show_units('') == []
 
 
-def test_unit_states_match_the_names_asked_for():
-    show = ('Id=sglang.service\nLoadState=loaded\nActiveState=active\nSubState=running\nMainPID=42\nNRestarts=1\n\n'
-            'Id=sglang-x.service\nLoadState=not-found\nActiveState=inactive\nSubState=dead\nMainPID=0\nNRestarts=0\n')
-    states = _supervisors.unit_states(['sglang.service', 'sglang-x.service'], show)
-    assert states['sglang.service'] == {'Id': 'sglang.service', 'LoadState': 'loaded', 'ActiveState': 'active',
-                                        'SubState': 'running', 'MainPID': 42, 'NRestarts': 1}
-    assert states['sglang-x.service']['MainPID'] == 0
-    # blocks that cannot be matched to the names: nothing rather than a wrong unit's state
-    assert _supervisors.unit_states(['a.service', 'b.service'], 'Id=a.service\nActiveState=active\n') == {}
-    assert _supervisors.unit_states([], '') == {}
-
-
 @pytest.mark.parametrize("line, state, pid", [
     ("sglang                           RUNNING   pid 123, uptime 0:00:12", "RUNNING", 123),
     ("sglang                           STARTING  ", "STARTING", None),

@@ -96,6 +96,15 @@ def test_contents_given_instead_of_files(tmp_path, run):
     assert '[Service]' not in str(out)
 
 
+def test_contents_keys_are_expanded_like_files(tmp_path, run, monkeypatch):
+    monkeypatch.setenv('KG_ETC', str(tmp_path / 'etc'))
+    files = live(tmp_path, **{'sglang.env': 'A=1\n'})
+    out = run(params(tmp_path, ['$KG_ETC/sglang.env'], contents={'$KG_ETC/sglang.env': 'A=2\n'}))
+    assert not out.get('failed'), out
+    assert (tmp_path / 'state' / 'known-good' / 'sglang.env').read_text() == 'A=2\n'
+    assert open(files[0]).read() == 'A=1\n'
+
+
 def test_contents_for_a_file_not_listed_fails_before_anything_changes(tmp_path, run):
     out = run(params(tmp_path, live(tmp_path, **{'sglang.env': 'A=1\n'}), contents={'/etc/other.env': 'X=1\n'}))
     assert out['failed'] and '/etc/other.env' in out['msg']
