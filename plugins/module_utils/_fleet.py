@@ -117,8 +117,9 @@ def serial(fleet):
     sizes = ((fleet or {}).get('plan') or {}).get('batch_sizes')
     if not sizes:
         return [1]
-    if not isinstance(sizes, (list, tuple)) or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
-                                                      for n in sizes):
+    positive = [isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in sizes] \
+        if isinstance(sizes, (list, tuple)) else [False]
+    if not all(positive):
         raise ValueError('the plan\'s batch_sizes must be a list of positive host counts, not %r' % (sizes,))
     return list(sizes)
 

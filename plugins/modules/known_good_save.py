@@ -52,13 +52,21 @@ options:
     type: path
   contents:
     description:
-      - The text to keep for a file of O(files) instead of reading it - a dict from the file's path, as O(files)
-        spells it, to its content; for example a configuration rendered on the controller that is not live yet (the
-        service role's first known-good configuration, the hand-started server). Files not named here are read as
-        O(source_dir) says.
-      - Never logged (it may hold an environment file).
-    type: dict
-    default: {}
+      - Files of O(files) whose text is given here instead of read - for example a configuration rendered on the
+        controller that is not live yet (the service role's first known-good configuration, the hand-started server).
+        Files not listed here are read as O(source_dir) says.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The file's path, as in O(files).
+        type: path
+        required: true
+      content:
+        description: Its text. Never logged (it may be an environment file).
+        type: str
+        required: true
   manifest:
     description: The manifest to write to C(manifest.json) (the known_good role's manifest schema).
     type: dict
@@ -156,7 +164,10 @@ def main():
             history=dict(type='int', default=5),
             files=dict(type='list', elements='path', required=True),
             source_dir=dict(type='path'),
-            contents=dict(type='dict', default={}, no_log=True),
+            contents=dict(type='list', elements='dict', default=[], options=dict(
+                path=dict(type='path', required=True),
+                content=dict(type='str', required=True, no_log=True),
+            )),
             manifest=dict(type='dict', required=True),
         ),
         supports_check_mode=True,
@@ -164,9 +175,8 @@ def main():
     params = module.params
     store, history_dir, check = params['dir'], params['history_dir'], module.check_mode
     changed = False
-    # Every source first: a missing file fails before anything changes. The keys of contents are paths as files spells
-    # them: expanded the same way (~, $VAR) as the options of type path.
-    contents = dict((os.path.expanduser(os.path.expandvars(path)), text) for path, text in params['contents'].items())
+    # Every source first: a missing file fails before anything changes.
+    contents = dict((item['path'], item['content']) for item in params['contents'])
     strangers = sorted(set(contents) - set(params['files']))
     if strangers:
         module.fail_json(msg='contents names %s, which files does not list' % ', '.join(strangers))

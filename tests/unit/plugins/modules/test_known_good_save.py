@@ -88,7 +88,7 @@ def test_contents_given_instead_of_files(tmp_path, run):
     """A configuration rendered on the controller (the service role's seed of a hand-started server): no file is read
     for the paths contents names, the others are read as usual."""
     files = live(tmp_path, **{'sglang.env': 'A=1\n'}) + ['/etc/systemd/system/not-live.service']
-    out = run(params(tmp_path, files, contents={'/etc/systemd/system/not-live.service': '[Service]\n'}))
+    out = run(params(tmp_path, files, contents=[{'path': '/etc/systemd/system/not-live.service', 'content': '[Service]\n'}]))
     assert not out.get('failed'), out
     kept = tmp_path / 'state' / 'known-good'
     assert (kept / 'not-live.service').read_text() == '[Service]\n'
@@ -99,14 +99,14 @@ def test_contents_given_instead_of_files(tmp_path, run):
 def test_contents_keys_are_expanded_like_files(tmp_path, run, monkeypatch):
     monkeypatch.setenv('KG_ETC', str(tmp_path / 'etc'))
     files = live(tmp_path, **{'sglang.env': 'A=1\n'})
-    out = run(params(tmp_path, ['$KG_ETC/sglang.env'], contents={'$KG_ETC/sglang.env': 'A=2\n'}))
+    out = run(params(tmp_path, ['$KG_ETC/sglang.env'], contents=[{'path': '$KG_ETC/sglang.env', 'content': 'A=2\n'}]))
     assert not out.get('failed'), out
     assert (tmp_path / 'state' / 'known-good' / 'sglang.env').read_text() == 'A=2\n'
     assert open(files[0]).read() == 'A=1\n'
 
 
 def test_contents_for_a_file_not_listed_fails_before_anything_changes(tmp_path, run):
-    out = run(params(tmp_path, live(tmp_path, **{'sglang.env': 'A=1\n'}), contents={'/etc/other.env': 'X=1\n'}))
+    out = run(params(tmp_path, live(tmp_path, **{'sglang.env': 'A=1\n'}), contents=[{'path': '/etc/other.env', 'content': 'X=1\n'}]))
     assert out['failed'] and '/etc/other.env' in out['msg']
     assert not os.path.exists(str(tmp_path / 'state'))
 
