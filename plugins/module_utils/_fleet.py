@@ -117,9 +117,9 @@ def serial(fleet):
     sizes = ((fleet or {}).get('plan') or {}).get('batch_sizes')
     if not sizes:
         return [1]
-    positive = [isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in sizes] \
-        if isinstance(sizes, (list, tuple)) else [False]
-    if not all(positive):
+    valid = isinstance(sizes, (list, tuple)) and all(
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in sizes)
+    if not valid:
         raise ValueError('the plan\'s batch_sizes must be a list of positive host counts, not %r' % (sizes,))
     return list(sizes)
 

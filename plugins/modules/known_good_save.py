@@ -183,7 +183,7 @@ def main():
     sources = []
     for live in params['files']:
         if live in contents:
-            sources.append((_known_good.kept_copy_path(store, live), to_bytes(contents[live] or '')))
+            sources.append((_known_good.kept_copy_path(store, live), to_bytes(contents[live])))
             continue
         src = os.path.join(params['source_dir'], os.path.basename(live)) if params['source_dir'] else live
         try:
