@@ -23,13 +23,17 @@ done
 # Docker: use what is installed. Installing docker.io beside Docker CE would make apt remove docker-ce and containerd.io.
 docker_pkgs="$(dpkg-query -W -f='${Package} ${Status}\n' docker-ce docker-ce-cli docker.io moby-engine containerd.io 2>/dev/null \
   | awk '/install ok installed/ {print $1}' | xargs || true)"
-if command -v docker >/dev/null 2>&1; then
-  log "using the installed docker: $(command -v docker)${docker_pkgs:+ (packages: $docker_pkgs)}"
+# The engine decides, not the client: a machine may carry a docker CLI alone (seen: /usr/local/bin/docker, no dockerd).
+if docker info >/dev/null 2>&1 || command -v dockerd >/dev/null 2>&1; then
+  log "using the installed docker engine: $(command -v dockerd || echo 'a running one')${docker_pkgs:+ (packages: $docker_pkgs)}"
 elif [ -n "$docker_pkgs" ]; then
-  log "docker packages are installed ($docker_pkgs) but there is no docker command: install the docker CLI from the" \
-      "same source (docker-ce-cli for Docker CE) and run again. Nothing was installed or removed."
+  log "docker packages are installed ($docker_pkgs) but there is no docker engine (dockerd): install the engine from the" \
+      "same source (docker-ce for Docker CE) and run again. Nothing was installed or removed."
   exit 1
 else
+  if command -v docker >/dev/null 2>&1; then
+    log "$(command -v docker) is a docker client without an engine: installing Debian's docker.io for the engine"
+  fi
   need_pkgs+=(docker.io)
 fi
 if ((${#need_pkgs[@]})); then
