@@ -34,6 +34,10 @@ Rows (ratios rather than absolute times: this machine is shared and noisy):
      converged run: a ``docker`` shim first on PATH logs every docker CLI call of the community.docker.docker
      connection (``docker exec`` = one round-trip: a module run, or a file put with dd; ``docker cp`` = a fetch),
      then runs the real docker. The count is checked first on a playbook of known size (3 module tasks).
+     The same run reports through the JSON callback (each task's start and end) and the shim notes when each call
+     started: the floor is the run less the tasks that made no round-trip (start-up, play changes and the round-trip
+     tasks kept), against (c)'s ``ansible -m setup`` - what the run would take if every assert, set_fact, include and
+     skipped task cost nothing.
  (f) rollback after a failed SGLang upgrade (issue 15): a container like (c)'s is adopted on the double's 0.5.9,
      upgraded to its 0.5.10 (a venv of its own, /opt/sglang/venvs/0.5.10, from a wheelhouse built by
      tests/double/build_wheels.py), then asked for 0.5.10.post1, whose server never gets healthy (gate budget 30 s).
@@ -48,6 +52,7 @@ step could not run.
 """
 
 import argparse
+import datetime
 import json
 import os
 import re
@@ -139,6 +144,65 @@ def parse_docker_log(lines):
         else:
             calls[None][sub] = calls[None].get(sub, 0) + 1
     return calls
+
+
+def exec_starts(lines, container):
+    """Lines of the docker shim's time log (the call's start as epoch seconds, a tab, then the call's arguments
+    joined by tabs, as in parse_docker_log) -> the start times (epoch s) of the ``docker exec`` calls on
+    ``container``, sorted."""
+    starts = []
+    for line in lines:
+        stamp, sep, rest = line.partition("\t")
+        if sep and parse_docker_log([rest]).get(container, {}).get("exec"):
+            starts.append(float(stamp))
+    return sorted(starts)
+
+
+def _epoch(iso):
+    """A time of the JSON callback (UTC, ISO 8601, '...Z' or '+00:00') -> epoch seconds."""
+    iso = iso.replace("Z", "+00:00") if iso.endswith("Z") else iso
+    stamp = datetime.datetime.fromisoformat(iso)
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=datetime.timezone.utc)
+    return stamp.timestamp()
+
+
+def json_report(text):
+    """The JSON callback's report out of ansible-playbook output that also carries warnings (stderr) before or after it:
+    the object that starts on a line of its own ('{'). Raises ValueError when there is none."""
+    start = 0 if text.startswith("{\n") else text.index("\n{\n") + 1
+    return json.JSONDecoder().raw_decode(text, start)[0]
+
+
+def json_task_spans(report):
+    """The output of the JSON callback (ansible.posix.json, parsed) -> [{'play', 'task', 'start', 'end'}] (epoch s)
+    in run order. A task's span runs from its start to the start of the next task of the same play (the worker's
+    fork and the strategy's bookkeeping between two tasks go with the first), the last task of a play to its own end."""
+    spans = []
+    for number, play in enumerate(report.get("plays", [])):
+        tasks = []
+        for task in play.get("tasks", []):
+            duration = task.get("task", {}).get("duration", {})
+            if duration.get("start") and duration.get("end"):
+                tasks.append({"play": number, "task": task["task"].get("name", ""),
+                              "start": _epoch(duration["start"]), "end": _epoch(duration["end"])})
+        for this, following in zip(tasks, tasks[1:]):
+            this["end"] = max(this["end"], following["start"])
+        spans.extend(tasks)
+    return spans
+
+
+def converged_floor(wall, spans, starts):
+    """What a run would take if every task that made no round-trip cost nothing: ``wall`` (s, the whole
+    ansible-playbook process), the task ``spans`` (json_task_spans) and the ``starts`` of its round-trips (exec_starts).
+    -> {'wall', 'fixed_s' (start-up, play changes and the end: wall minus every span), 'round_trip_tasks',
+    'round_trip_s' (their spans), 'local_tasks', 'local_s', 'floor_s' (fixed_s + round_trip_s)}."""
+    trips = [span for span in spans if any(span["start"] <= t < span["end"] for t in starts)]
+    trip_s = sum(span["end"] - span["start"] for span in trips)
+    all_s = sum(span["end"] - span["start"] for span in spans)
+    fixed = wall - all_s
+    return {"wall": wall, "fixed_s": fixed, "round_trip_tasks": len(trips), "round_trip_s": trip_s,
+            "local_tasks": len(spans) - len(trips), "local_s": all_s - trip_s, "floor_s": fixed + trip_s}
 
 
 def _seconds(hours, minutes, seconds):
@@ -338,7 +402,8 @@ def measure_round_trips(tmp, collection, inv):
     real = shutil.which("docker")
     with open(os.path.join(shim_dir, "docker"), "w") as handle:
         handle.write('#!/bin/bash\nline=""\nfor a in "$@"; do a="${a//$\'\\n\'/ }"; line+="${a//$\'\\t\'/ }"$\'\\t\'; done\n'
-                     'printf \'%%s\\n\' "$line" >> %s\nexec %s "$@"\n' % (log, real))
+                     'printf \'%%s\\t%%s\\n\' "$EPOCHREALTIME" "$line" >> %s.times\n'
+                     'printf \'%%s\\n\' "$line" >> %s\nexec %s "$@"\n' % (log, log, real))
     os.chmod(os.path.join(shim_dir, "docker"), 0o755)
     env = ansible_env(PATH=shim_dir + os.pathsep + os.environ["PATH"])
     known = os.path.join(tmp, "known.yml")
@@ -346,19 +411,27 @@ def measure_round_trips(tmp, collection, inv):
         json.dump([{"hosts": HOST, "gather_facts": False, "tasks": [
             {"ansible.builtin.ping": {}}, {"ansible.builtin.command": "true", "changed_when": False},
             {"ansible.builtin.stat": {"path": "/"}}]}], handle)
-    counts = {}
+    counts, floor = {}, None
     for name, cmd in (("known", [os.path.join(BIN, "ansible-playbook"), "-i", inv, known]),
                       ("site", [os.path.join(BIN, "ansible-playbook"), "-i", inv, os.path.join(collection, "site.yml")])):
         open(log, "w").close()
-        rc, dummy, out = run_timed(cmd, os.path.join(tmp, "shim-%s.log" % name), env)
+        open(log + ".times", "w").close()
+        # The site run reports through the JSON callback: each task's start and end, to set against the round-trips.
+        run_env = dict(env, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json") if name == "site" else env
+        rc, wall, out = run_timed(cmd, os.path.join(tmp, "shim-%s.log" % name), run_env)
         if rc:
             raise RuntimeError("%s run with the docker shim failed:\n%s" % (name, out[-3000:]))
         with open(log) as handle:
             counts[name] = parse_docker_log(handle)
+        if name == "site":
+            with open(log + ".times") as handle:
+                starts = exec_starts(handle, HOST)
+            floor = converged_floor(wall, json_task_spans(json_report(out)), starts)
     known_exec = counts["known"].get(HOST, {}).get("exec", 0)
     say("(e) check: a playbook of 3 module tasks made %d docker exec calls (expected 3 with pipelining); other calls %s"
         % (known_exec, counts["known"][None]))
-    return {"known_exec": known_exec, "site": counts["site"].get(HOST, {"exec": 0, "cp": 0}), "other": counts["site"][None]}
+    return {"known_exec": known_exec, "site": counts["site"].get(HOST, {"exec": 0, "cp": 0}), "other": counts["site"][None],
+            "floor": floor}
 
 
 ROLLOUT_PLAY = "Make the SGLang server on each host a health-gated service, batch by batch"
@@ -479,6 +552,10 @@ def build_rows(fig):
         rows.append({"row": "(e) module round-trips per host", "measured": "%d docker exec" % e["site"]["exec"],
                      "comparison": "+%d docker cp; other CLI calls %d" % (e["site"]["cp"], sum(e["other"].values())),
                      "ratio": "-", "goal": "fewer", "met": "-"})
+        floor, setup = e["floor"], statistics.median(p[1] for p in fig["c"]["pairs"])
+        rows.append({"row": "(e) floor: run less its local tasks", "measured": "%.1f s of %.1f s" % (floor["floor_s"], floor["wall"]),
+                     "comparison": "%.1f s ansible -m setup" % setup, "ratio": "%.1f" % (floor["floor_s"] / setup),
+                     "goal": "-", "met": "-"})
     if "f" in fig:
         f = fig["f"]
         reinstall = statistics.median(f["reinstall"])
@@ -538,6 +615,13 @@ def main():
     print("inferops.sglang benchmarks - %s%s - suite took %.0f s" % (collection, " (quick)" if args.quick else "", fig["suite_s"]))
     for line in format_table(build_rows(fig)):
         print(line)
+    if "e" in fig:
+        floor = fig["e"]["floor"]
+        print()
+        print("(e) the converged run (one more, JSON callback, docker shim): %.1f s = start-up, play changes and end %.1f s"
+              " + %d tasks with a round-trip %.1f s + %d tasks without %.1f s; the floor (every task without a round-trip"
+              " free) is %.1f s" % (floor["wall"], floor["fixed_s"], floor["round_trip_tasks"], floor["round_trip_s"],
+                                    floor["local_tasks"], floor["local_s"], floor["floor_s"]))
     if "d" in fig:
         d = fig["d"]
         print()

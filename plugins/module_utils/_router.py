@@ -110,3 +110,22 @@ def settled(state, worker, want_healthy=True):
 def drained(load):
     """Whether a ``parse_load`` result shows no running and no queued requests."""
     return load['running'] == 0 and load['queued'] == 0
+
+
+# The router acts on a POST or DELETE /workers within a fraction of a second (sglang-router 0.3.2 checked the double's
+# /health and listed it in 0.1-0.4 s here), so a poll a whole interval later wastes most of that interval: the first
+# polls come after FIRST_POLL seconds, each wait twice the one before, up to the caller's interval.
+FIRST_POLL = 0.05
+
+
+def poll_delays(interval, first=FIRST_POLL):
+    """Seconds to sleep before each next poll, endlessly: ``first``, doubling, capped at ``interval`` (s, > 0).
+
+    poll_delays(0.5) -> 0.05, 0.1, 0.2, 0.4, 0.5, 0.5, ...; an interval at or below ``first`` gives the interval
+    throughout. Raises ValueError for an interval that is not positive."""
+    if not interval > 0:
+        raise ValueError('interval must be positive, not %r' % (interval,))
+    delay = min(first, interval)
+    while True:
+        yield delay
+        delay = min(delay * 2, interval)

@@ -113,7 +113,11 @@ options:
     type: float
     default: 120
   interval:
-    description: Seconds between polls.
+    description:
+      - Seconds between polls of the router's list and of the worker's load, at most. The first polls come sooner
+        (0.05 s after the request, then each wait twice the one before, up to this), since the router usually acts
+        within a fraction of a second.
+      - Must be positive.
     type: float
     default: 0.5
   request_timeout:
@@ -301,6 +305,7 @@ class RouterWorker(object):
             return None, 'GET /get_load answered no load'
 
     def wait_settled(self, state, deadline):
+        delays = _router.poll_delays(self.p['interval'])
         while True:
             listed = _router.find_worker(self.workers(), self.url)
             if _router.settled(state, listed):
@@ -309,11 +314,12 @@ class RouterWorker(object):
                 raise RouterError('the router at %s did not %s %s within %.0f s (last seen: %s)' % (
                     self.router, 'list as healthy' if state == 'present' else 'drop', self.url,
                     self.p['timeout'], listed if listed else 'not listed'))
-            time.sleep(self.p['interval'])
+            time.sleep(next(delays))
 
     def drain(self):
         began = time.time()
         deadline = began + self.p['drain_timeout']
+        delays = _router.poll_delays(self.p['interval'])
         while True:
             load, unknown = self.load()
             done = unknown == 'not listening' or (load is not None and _router.drained(load))
@@ -330,7 +336,7 @@ class RouterWorker(object):
                     'deadline_passed': late,
                     'reason': 'idle' if done and load is not None else ('deadline' if late else unknown),
                 }
-            time.sleep(self.p['interval'])
+            time.sleep(next(delays))
 
     def run(self):
         began = time.time()
@@ -407,6 +413,8 @@ def main():
         ),
         supports_check_mode=True,
     )
+    if module.params['interval'] <= 0:
+        module.fail_json(msg='interval must be positive, not %s' % module.params['interval'])
     try:
         result = RouterWorker(module).run()
     except RouterError as exc:

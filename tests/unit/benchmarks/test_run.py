@@ -84,3 +84,38 @@ def test_rollback_span_from_the_first_rollback_task_to_the_last_gate_after_it():
     assert run.rollback_span(tasks) == 7.5
     assert run.rollback_span(tasks[:1]) is None
     assert run.rollback_span(tasks[:3]) is None
+
+
+def test_exec_starts_of_one_container():
+    lines = ['100.5\texec\t-i\th1\t/bin/sh\t-c\tpython3\t\n', '99.0\tversion\t--format\tx\t\n',
+             '101.25\texec\t-i\th2\t/bin/sh\t\n', '100.0\texec\t-u\troot\t-i\th1\t/bin/sh\t\n', 'junk\n']
+    assert run.exec_starts(lines, 'h1') == [100.0, 100.5]
+
+
+def test_json_report_skips_warnings_around_it():
+    text = '[WARNING]: a {{ templated }} warning\n{\n    "plays": []\n}\n[DEPRECATION WARNING]: later\n'
+    assert run.json_report(text) == {'plays': []}
+    assert run.json_report('{\n "a": 1\n}\n') == {'a': 1}
+    with pytest.raises(ValueError):
+        run.json_report('no report')
+
+
+def _task(name, start, end):
+    return {'task': {'name': name, 'duration': {'start': '2026-12-01T10:00:%06.3fZ' % start,
+                                                'end': '2026-12-01T10:00:%06.3fZ' % end}}}
+
+
+def test_json_task_spans_run_to_the_next_task_of_the_play():
+    report = {'plays': [{'tasks': [_task('a', 1.0, 1.5), _task('b', 2.0, 2.25)]},
+                        {'tasks': [_task('c', 3.0, 4.0), {'task': {'name': 'no times', 'duration': {}}}]}]}
+    spans = run.json_task_spans(report)
+    base = run._epoch('2026-12-01T10:00:00.000+00:00')  # pylint: disable=protected-access
+    assert [(s['play'], s['task'], round(s['start'] - base, 3), round(s['end'] - base, 3)) for s in spans] == [
+        (0, 'a', 1.0, 2.0), (0, 'b', 2.0, 2.25), (1, 'c', 3.0, 4.0)]
+
+
+def test_converged_floor_keeps_start_up_and_round_trip_tasks():
+    spans = [{'start': 1.0, 'end': 2.0}, {'start': 2.0, 'end': 2.5}, {'start': 2.5, 'end': 4.0}, {'start': 4.0, 'end': 4.25}]
+    floor = run.converged_floor(5.0, spans, [1.2, 1.4, 2.6, 4.25])
+    assert floor == {'wall': 5.0, 'fixed_s': 1.75, 'round_trip_tasks': 2, 'round_trip_s': 2.5, 'local_tasks': 2,
+                     'local_s': 0.75, 'floor_s': 4.25}

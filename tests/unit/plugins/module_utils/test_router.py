@@ -120,3 +120,22 @@ def test_settled_present_without_health():
 ])
 def test_drained(load, expected):
     assert r.drained(load) is expected
+
+
+def _first(gen, n):
+    return [next(gen) for _ in range(n)]
+
+
+def test_poll_delays_double_up_to_the_interval():
+    assert _first(r.poll_delays(0.5), 7) == [0.05, 0.1, 0.2, 0.4, 0.5, 0.5, 0.5]
+
+
+def test_poll_delays_short_interval_throughout():
+    assert _first(r.poll_delays(0.02), 3) == [0.02, 0.02, 0.02]
+    assert _first(r.poll_delays(1, first=0.3), 4) == [0.3, 0.6, 1, 1]
+
+
+@pytest.mark.parametrize('interval', [0, -1])
+def test_poll_delays_reject_a_non_positive_interval(interval):
+    with pytest.raises(ValueError):
+        next(r.poll_delays(interval))

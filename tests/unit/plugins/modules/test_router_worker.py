@@ -175,3 +175,14 @@ def test_a_proxy_in_the_environment_is_not_used_for_loopback(fleet, capsys, monk
         assert proxy.seen == []
     finally:
         proxy.stop()
+
+
+def test_a_non_positive_interval_fails_before_any_request(fleet, capsys):
+    router, worker = fleet()
+    args = dict(router_url=router.url, url=worker.url, state='absent', api_key=ADMIN, interval=0)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exc:
+            router_worker.main()
+    out = json.loads(capsys.readouterr().out)
+    assert exc.value.code == 1 and out['msg'] == 'interval must be positive, not 0.0'
+    assert router.seen == [] and worker.seen == []
