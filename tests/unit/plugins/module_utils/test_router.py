@@ -123,7 +123,7 @@ def test_drained(load, expected):
 
 
 def _first(gen, n):
-    return [next(gen) for _ in range(n)]
+    return [next(gen) for dummy in range(n)]
 
 
 def test_poll_delays_double_up_to_the_interval():
