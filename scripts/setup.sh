@@ -25,14 +25,20 @@ docker_pkgs="$(dpkg-query -W -f='${Package} ${Status}\n' docker-ce docker-ce-cli
   | awk '/install ok installed/ {print $1}' | xargs || true)"
 # The engine decides, not the client: a machine may carry a docker CLI alone (seen: /usr/local/bin/docker, no dockerd).
 if docker info >/dev/null 2>&1 || command -v dockerd >/dev/null 2>&1; then
-  log "using the installed docker engine: $(command -v dockerd || echo 'a running one')${docker_pkgs:+ (packages: $docker_pkgs)}"
+  command -v docker >/dev/null 2>&1 || {
+    log "a docker engine is installed but no docker client: install the client from the same source (docker-ce-cli" \
+        "for Docker CE) and run again. Nothing was installed or removed."
+    exit 1
+  }
+  log "using the installed docker engine: $(command -v dockerd || echo 'a running one'), client $(command -v docker)${docker_pkgs:+ (packages: $docker_pkgs)}"
 elif [ -n "$docker_pkgs" ]; then
   log "docker packages are installed ($docker_pkgs) but there is no docker engine (dockerd): install the engine from the" \
       "same source (docker-ce for Docker CE) and run again. Nothing was installed or removed."
   exit 1
 else
   if command -v docker >/dev/null 2>&1; then
-    log "$(command -v docker) is a docker client without an engine: installing Debian's docker.io for the engine"
+    log "$(command -v docker) is a docker client without an engine: installing Debian's docker.io for the engine" \
+        "(that client stays first on PATH; the engine's API version is negotiated)"
   fi
   need_pkgs+=(docker.io)
 fi

@@ -114,9 +114,11 @@ options:
     default: 120
   interval:
     description:
-      - Seconds between polls of the router's list and of the worker's load, at most. The first polls come sooner
-        (0.05 s after the request, then each wait twice the one before, up to this), since the router usually acts
-        within a fraction of a second.
+      - Seconds between polls of the router's list and of the worker's load, at most. Each wait polls at once, then
+        0.05 s later, then each wait twice the one before, up to this, since the router usually acts within a fraction
+        of a second.
+      - The drain's first reading of C(/get_load) comes no sooner than this after the removal was sent, so that a
+        request the router forwarded just before it has reached the worker's scheduler.
       - Must be positive.
     type: float
     default: 0.5
@@ -316,9 +318,15 @@ class RouterWorker(object):
                     self.p['timeout'], listed if listed else 'not listed'))
             time.sleep(next(delays))
 
-    def drain(self):
+    def drain(self, removed_at):
+        """Poll the worker's /get_load until it is idle, or why not (RV drain). The first reading comes no sooner than
+        ``interval`` after the removal was sent (``removed_at``, epoch s): a request the router forwarded just before
+        it has reached the worker's scheduler by then, and counts as running."""
         began = time.time()
         deadline = began + self.p['drain_timeout']
+        settle = removed_at + self.p['interval'] - began
+        if settle > 0:
+            time.sleep(settle)
         delays = _router.poll_delays(self.p['interval'])
         while True:
             load, unknown = self.load()
@@ -340,6 +348,7 @@ class RouterWorker(object):
 
     def run(self):
         began = time.time()
+        removed_at = began
         state = self.p['state']
         before = self.workers()
         listed = _router.find_worker(before, self.url)
@@ -373,6 +382,7 @@ class RouterWorker(object):
             if isinstance(body, dict) and body.get('worker_id'):
                 result['worker_id'] = body['worker_id']
         elif action == 'remove':
+            removed_at = time.time()
             status, body = self.http('DELETE', '%s/workers/%s' % (self.router, listed['id']))
             if status not in (200, 202, 204, 404):
                 raise RouterError('DELETE %s/workers/%s (%s) answered %s: %s' % (
@@ -384,7 +394,7 @@ class RouterWorker(object):
             if final is not None and final.get('id'):
                 result['worker_id'] = final['id']
         if state == 'absent' and self.p['drain'] and listed is not None:
-            result['drain'] = self.drain()
+            result['drain'] = self.drain(removed_at)
         result['workers'] = sorted(w['url'] for w in self.workers())
         result['healthy'] = bool(final and final['healthy']) and state == 'present'
         result['elapsed'] = round(time.time() - began, 3)
@@ -413,7 +423,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if module.params['interval'] <= 0:
+    if not module.params['interval'] > 0:   # NaN too
         module.fail_json(msg='interval must be positive, not %s' % module.params['interval'])
     try:
         result = RouterWorker(module).run()

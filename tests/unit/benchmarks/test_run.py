@@ -86,16 +86,20 @@ def test_rollback_span_from_the_first_rollback_task_to_the_last_gate_after_it():
     assert run.rollback_span(tasks[:3]) is None
 
 
-def test_exec_starts_of_one_container():
-    lines = ['100.5\texec\t-i\th1\t/bin/sh\t-c\tpython3\t\n', '99.0\tversion\t--format\tx\t\n',
-             '101.25\texec\t-i\th2\t/bin/sh\t\n', '100.0\texec\t-u\troot\t-i\th1\t/bin/sh\t\n', 'junk\n']
-    assert run.exec_starts(lines, 'h1') == [100.0, 100.5]
+def test_call_spans_of_one_container():
+    lines = ['100.5\t100.75\texec\t-i\th1\t/bin/sh\t-c\tpython3\t\n', '99.0\t99.1\tversion\t--format\tx\t\n',
+             '101.25\t102\texec\t-i\th2\t/bin/sh\t\n', '100,0\t100,25\texec\t-u\troot\t-i\th1\t/bin/sh\t\n',
+             '103\t104\tcp\th1:/etc/hosts\t/tmp/x\t\n', 'junk\n', 'a\tb\texec\t-i\th1\t\n']
+    assert run.call_spans(lines, 'h1') == [(100.0, 100.25), (100.5, 100.75), (103.0, 104.0)]
 
 
 def test_json_report_skips_warnings_around_it():
-    text = '[WARNING]: a {{ templated }} warning\n{\n    "plays": []\n}\n[DEPRECATION WARNING]: later\n'
+    text = ('[WARNING]: a {{ templated }} warning with a dict:\n{\n "not": "it"\n}\n{\n    "plays": []\n}\n'
+            '[DEPRECATION WARNING]: later\n')
     assert run.json_report(text) == {'plays': []}
-    assert run.json_report('{\n "a": 1\n}\n') == {'a': 1}
+    assert run.json_report('{\n "plays": 1\n}\n') == {'plays': 1}
+    with pytest.raises(ValueError):
+        run.json_report('{\n "a": 1\n}\n')
     with pytest.raises(ValueError):
         run.json_report('no report')
 
@@ -116,6 +120,7 @@ def test_json_task_spans_run_to_the_next_task_of_the_play():
 
 def test_converged_floor_keeps_start_up_and_round_trip_tasks():
     spans = [{'start': 1.0, 'end': 2.0}, {'start': 2.0, 'end': 2.5}, {'start': 2.5, 'end': 4.0}, {'start': 4.0, 'end': 4.25}]
-    floor = run.converged_floor(5.0, spans, [1.2, 1.4, 2.6, 4.25])
-    assert floor == {'wall': 5.0, 'fixed_s': 1.75, 'round_trip_tasks': 2, 'round_trip_s': 2.5, 'local_tasks': 2,
-                     'local_s': 0.75, 'floor_s': 4.25}
+    calls = [(1.25, 1.5), (1.5, 1.75), (2.75, 3.0), (4.25, 4.5)]
+    floor = run.converged_floor(5.0, spans, calls)
+    assert floor == {'wall': 5.0, 'fixed_s': 1.75, 'round_trip_tasks': 2, 'round_trip_s': 2.5, 'calls': 4, 'calls_s': 1.0,
+                     'unattributed': 1, 'local_tasks': 2, 'local_s': 0.75, 'floor_s': 4.25}

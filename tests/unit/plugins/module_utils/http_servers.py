@@ -7,7 +7,7 @@
 * ``make_cert(directory)``: a self-signed certificate for 127.0.0.1, ::1 and localhost, made with the ``openssl``
   command line tool (the certificate is its own CA: pass it as ``ca_path``).
 * ``serve(handler, certfile=None, keyfile=None)``: a threaded ``http.server`` on 127.0.0.1, wrapped in TLS when a
-  certificate is given; ``.url``, ``.seen`` (every request: method, path, headers, body); ``.stop()``.
+  certificate is given; ``.url``, ``.seen`` (every request: method, path, headers, body, 'at' its arrival in epoch s); ``.stop()``.
 * ``FakeSGLang``: the endpoints the health gate and the drain read, with SGLang's API key rule (401 without
   ``Authorization: Bearer <key>`` on every path but ``/health*`` and ``/metrics*``).
 * ``FakeRouter``: sglang-router 0.3.2's worker API (``GET``/``POST /workers``, ``DELETE /workers/<id>``) behind a
@@ -25,6 +25,7 @@ import os
 import ssl
 import subprocess
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -49,7 +50,7 @@ class Recording(BaseHTTPRequestHandler):
     def _handle(self):
         length = int(self.headers.get('Content-Length') or 0)
         body = self.rfile.read(length) if length else b''
-        self.server.seen.append({'method': self.command, 'path': self.path, 'body': body,
+        self.server.seen.append({'method': self.command, 'path': self.path, 'body': body, 'at': time.time(),
                                  'headers': dict((k.lower(), v) for k, v in self.headers.items())})
         status, payload = self.answer(self.command, self.path, body)
         data = b'' if payload is None else json.dumps(payload).encode('utf-8')

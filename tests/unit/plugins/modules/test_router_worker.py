@@ -177,12 +177,27 @@ def test_a_proxy_in_the_environment_is_not_used_for_loopback(fleet, capsys, monk
         proxy.stop()
 
 
-def test_a_non_positive_interval_fails_before_any_request(fleet, capsys):
+@pytest.mark.parametrize('interval, shown', [(0, '0.0'), (-1, '-1.0'), (float('nan'), 'nan')])
+def test_a_non_positive_interval_fails_before_any_request(fleet, capsys, interval, shown):
     router, worker = fleet()
-    args = dict(router_url=router.url, url=worker.url, state='absent', api_key=ADMIN, interval=0)
+    args = dict(router_url=router.url, url=worker.url, state='absent', api_key=ADMIN, interval=interval)
     with patch_module_args(args):
         with pytest.raises(SystemExit) as exc:
             router_worker.main()
     out = json.loads(capsys.readouterr().out)
-    assert exc.value.code == 1 and out['msg'] == 'interval must be positive, not 0.0'
+    assert exc.value.code == 1 and out['msg'] == 'interval must be positive, not ' + shown
     assert router.seen == [] and worker.seen == []
+
+
+def test_the_drain_reads_the_load_no_sooner_than_interval_after_the_removal(fleet, capsys):
+    router, worker = fleet()
+    args = dict(router_url=router.url, url=worker.url, state='absent', api_key=ADMIN, interval=0.4, timeout=10,
+                drain_timeout=10)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            router_worker.main()
+    out = json.loads(capsys.readouterr().out)
+    deleted = [s['at'] for s in router.seen if s['method'] == 'DELETE']
+    loads = [s['at'] for s in worker.seen if s['path'] == '/get_load']
+    assert out['drain']['reason'] == 'idle' and len(deleted) == 1 and loads
+    assert loads[0] - deleted[0] >= 0.39
