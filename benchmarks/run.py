@@ -1,7 +1,8 @@
-"""The benchmark suite of issue 14: one command, one table with each goal beside its measured figure.
+"""The benchmark suite: one command, one table with each goal beside its measured figure.
 
 Run (as root, in the venv, after scripts/setup.sh; the base image inferops-sglang/debian12-systemd must exist):
-    .venv/bin/python benchmarks/run.py [--collection PATH] [--quick] [--json OUT] [--pairs 5] [--workers 4] [--only a,...,f]
+    .venv/bin/python benchmarks/run.py [--collection PATH] [--quick] [--json OUT] [--pairs 5] [--workers 4] [--runs 5]
+                                       [--only a,...,f]
 
 --collection PATH   the checkout whose roles, playbooks and scenario files are measured (default: the repository
                     this script is in); a temporary ansible_collections/inferops/sglang link to it goes first on
@@ -39,7 +40,7 @@ Rows (ratios rather than absolute times: this machine is shared and noisy):
      round-trip tasks kept), against (c)'s ``ansible -m setup`` - an upper bound of what the run would take if every
      assert, set_fact, include and skipped task cost nothing; the calls' own time (start to end) is a lower bound of
      what the round-trips cost.
- (f) rollback after a failed SGLang upgrade (issue 15): a container like (c)'s is adopted on the double's 0.5.9,
+ (f) rollback after a failed SGLang upgrade: a container like (c)'s is adopted on the double's 0.5.9,
      upgraded to its 0.5.10 (a venv of its own, /opt/sglang/venvs/0.5.10, from a wheelhouse built by
      tests/double/build_wheels.py), then asked for 0.5.10.post1, whose server never gets healthy (gate budget 30 s).
      Measured: from the failed gate (the rollback's first task) to the 0.5.10 venv's gate passing (profile_tasks),
@@ -599,14 +600,16 @@ def main():
     ap.add_argument("--json", dest="json_out", help="write the figures as JSON here")
     ap.add_argument("--pairs", type=int, help="(c) paired runs (default 5, --quick 2)")
     ap.add_argument("--workers", type=int, help="(d) servers behind the router (default 4, --quick 2)")
-    ap.add_argument("--runs", type=int, help="(a), (b) gate runs (default 5, --quick 2)")
-    ap.add_argument("--only", default="a,b,c,d,e,f", help="comma-separated rows to run (e needs c)")
+    ap.add_argument("--runs", type=int, help="(a), (b) gate runs and (f) reinstalls (default 5, --quick 2)")
+    ap.add_argument("--only", default="a,b,c,d,e,f", help="comma-separated rows to run (e runs on c's host: give c too)")
     args = ap.parse_args()
     collection = os.path.abspath(args.collection)
     pairs = args.pairs or (2 if args.quick else 5)
     workers = args.workers or (2 if args.quick else 4)
     runs = args.runs or (2 if args.quick else 5)
     only = set(args.only.split(","))
+    if "e" in only and "c" not in only:
+        ap.error("row e runs on row c's converged host: --only c,e")
     tmp = tempfile.mkdtemp(prefix="inferops-bench-run-")
     colls = collection_env(collection, tmp)
     began = time.time()

@@ -2,7 +2,7 @@
 # Copyright (c) inferops.sglang developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The pure helpers of benchmarks/run.py (the suite of issue 14): median of pair ratios, the table, the recap,
+"""The pure helpers of benchmarks/run.py (the benchmark suite): median of pair ratios, the table, the recap,
 the docker shim's log and the profile_tasks stream."""
 
 from __future__ import (absolute_import, division, print_function)
