@@ -148,22 +148,27 @@ def parse_docker_log(lines):
     return calls
 
 
-def call_spans(lines, container):
-    """Lines of the docker shim's time log (the call's start and end as epoch seconds, then the call's arguments, all
-    joined by tabs as in parse_docker_log) -> [(start, end)] of the ``docker exec`` and ``docker cp`` calls on
-    ``container`` (its round-trips), sorted. A decimal comma (bash's $EPOCHREALTIME in such a locale) is read as a point."""
-    spans = []
+def timed_calls(lines):
+    """Lines of the docker shim's log (the call's start and end as epoch seconds, then the call's arguments, all joined
+    by tabs) -> [(start, end, arguments line as parse_docker_log reads it)]; lines that are not such are left out. A
+    decimal comma (bash's $EPOCHREALTIME in such a locale) is read as a point."""
+    calls = []
     for line in lines:
         fields = line.split("\t", 2)
         if len(fields) < 3:
             continue
         try:
-            begin, finish = float(fields[0].replace(",", ".")), float(fields[1].replace(",", "."))
+            calls.append((float(fields[0].replace(",", ".")), float(fields[1].replace(",", ".")), fields[2]))
         except ValueError:
             continue
-        if sum(parse_docker_log([fields[2]]).get(container, {}).values()):
-            spans.append((begin, finish))
-    return sorted(spans)
+    return calls
+
+
+def call_spans(calls, container):
+    """timed_calls -> [(start, end)] of the ``docker exec`` and ``docker cp`` calls on ``container`` (its
+    round-trips), sorted."""
+    return sorted((begin, finish) for begin, finish, args in calls
+                  if sum(parse_docker_log([args]).get(container, {}).values()))
 
 
 def _epoch(iso):
@@ -217,11 +222,14 @@ def converged_floor(wall, spans, calls):
     'calls', 'calls_s' (the calls themselves, start to end: a lower bound of what the round-trips cost),
     'unattributed' (calls that began in no task's span: 0 unless the times are off), 'local_tasks', 'local_s',
     'floor_s' (fixed_s + round_trip_s: an upper bound of the run with free local tasks)}."""
-    trips = [span for span in spans if any(span["start"] <= begin < span["end"] for begin, dummy in calls)]
+    def began_in(span, begin):
+        return span["start"] <= begin < span["end"]
+
+    trips = [span for span in spans if any(began_in(span, begin) for begin, dummy in calls)]
     trip_s = sum(span["end"] - span["start"] for span in trips)
     all_s = sum(span["end"] - span["start"] for span in spans)
     fixed = wall - all_s
-    unattributed = [c for c in calls if not any(span["start"] <= c[0] < span["end"] for span in spans)]
+    unattributed = [c for c in calls if not any(began_in(span, c[0]) for span in spans)]
     return {"wall": wall, "fixed_s": fixed, "round_trip_tasks": len(trips), "round_trip_s": trip_s,
             "calls": len(calls), "calls_s": sum(finish - begin for begin, finish in calls),
             "unattributed": len(unattributed), "local_tasks": len(spans) - len(trips), "local_s": all_s - trip_s,
@@ -425,9 +433,9 @@ def measure_round_trips(tmp, collection, inv):
     real = shutil.which("docker")
     with open(os.path.join(shim_dir, "docker"), "w") as handle:
         handle.write('#!/bin/bash\nline=""\nfor a in "$@"; do a="${a//$\'\\n\'/ }"; line+="${a//$\'\\t\'/ }"$\'\\t\'; done\n'
-                     'printf \'%%s\\n\' "$line" >> %s\nbegan=$EPOCHREALTIME\n%s "$@"\nrc=$?\n'
-                     'printf \'%%s\\t%%s\\t%%s\\n\' "$began" "$EPOCHREALTIME" "$line" >> %s.times\nexit $rc\n'
-                     % (log, real, log))
+                     'began=$EPOCHREALTIME\n%s "$@"\nrc=$?\n'
+                     'printf \'%%s\\t%%s\\t%%s\\n\' "$began" "$EPOCHREALTIME" "$line" >> %s\nexit $rc\n'
+                     % (real, log))
     os.chmod(os.path.join(shim_dir, "docker"), 0o755)
     env = ansible_env(PATH=shim_dir + os.pathsep + os.environ["PATH"])
     known = os.path.join(tmp, "known.yml")
@@ -439,17 +447,16 @@ def measure_round_trips(tmp, collection, inv):
     for name, cmd in (("known", [os.path.join(BIN, "ansible-playbook"), "-i", inv, known]),
                       ("site", [os.path.join(BIN, "ansible-playbook"), "-i", inv, os.path.join(collection, "site.yml")])):
         open(log, "w").close()
-        open(log + ".times", "w").close()
         # The site run reports through the JSON callback: each task's start and end, to set against the round-trips.
         run_env = dict(env, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json") if name == "site" else env
         rc, wall, out = run_timed(cmd, os.path.join(tmp, "shim-%s.log" % name), run_env)
         if rc:
             raise RuntimeError("%s run with the docker shim failed:\n%s" % (name, out[-3000:]))
         with open(log) as handle:
-            counts[name] = parse_docker_log(handle)
+            timed = timed_calls(handle)
+        counts[name] = parse_docker_log(args for dummy, dummy2, args in timed)
         if name == "site":
-            with open(log + ".times") as handle:
-                calls = call_spans(handle, HOST)
+            calls = call_spans(timed, HOST)
             try:
                 floor = converged_floor(wall, json_task_spans(json_report(out)), calls)
             except (ValueError, KeyError) as exc:   # the counts above stand without it
