@@ -85,6 +85,47 @@ def block_unchanged(original, marker, block):
     return lines[first:last + 1] == [begin] + body.splitlines(True) + [end]
 
 
+def marker_lines(original, marker):
+    """The 1-based numbers of the lines that hold ``marker``'s BEGIN and END marks, as blockinfile matches them.
+
+    :param original: the file's bytes, or None when it does not exist.
+    :param marker: blockinfile's ``marker`` (str with ``{mark}``).
+    :returns: a list of ``(line_number, 'BEGIN' | 'END')`` in file order; empty for None.
+    """
+    if original is None:
+        return []
+    marks = {}
+    for mark in ('BEGIN', 'END'):
+        marks[marker.replace('{mark}', mark).encode('utf-8')] = mark
+    found = []
+    for number, line in enumerate(original.splitlines(), 1):
+        mark = marks.get(line.rstrip(b'\r'))
+        if mark:
+            found.append((number, mark))
+    return found
+
+
+def marker_problem(original, marker):
+    """Why ``ansible.builtin.blockinfile`` must not write ``marker``'s block into ``original``, or ''.
+
+    blockinfile replaces the lines from the last BEGIN mark to the last END mark. Unless the marks alternate
+    BEGIN, END, BEGIN, END ... (each block closed before the next opens), that span can take in lines someone wrote by
+    hand, or leave a lone mark that makes the next run replace a different span: such a file is refused, naming the
+    lines of every mark, before anything is written.
+
+    :param original: the file's bytes, or None when it does not exist (nothing to refuse).
+    :param marker: blockinfile's ``marker`` (str with ``{mark}``).
+    :returns: str: empty when the marks are balanced (or absent), else a sentence naming the lines.
+    """
+    found = marker_lines(original, marker)
+    balanced = len(found) % 2 == 0 and all(
+        mark == ('BEGIN' if index % 2 == 0 else 'END') for index, (number, mark) in enumerate(found))
+    if balanced:
+        return ''
+    return 'the managed block\'s markers are unbalanced at lines %s (%s); remove the extra marker line(s) by hand' % (
+        ', '.join(str(number) for number, mark in found), ', '.join(mark for number, mark in found))
+
+
 def shadowed_names(text, names):
     """The names of ``names`` that ``text`` mentions outside this collection's managed blocks (hand-written settings
     of the same variables), sorted as given.

@@ -210,6 +210,12 @@ sitecustomize:
       description: Names of O(variables) the file mentions outside the collection's managed blocks, in the order given.
       type: list
       elements: str
+    marker_problem:
+      description:
+        - Empty when the managed block's BEGIN and END marker lines alternate (or there are none); else a sentence
+          naming the line numbers of every marker. C(ansible.builtin.blockinfile) replaces from the last BEGIN to the
+          last END mark, so unbalanced marks could take in hand-written lines; the pre-flight refuses such a file.
+      type: str
 spawn:
   description:
     - What the spawned child printed (C(rc), C(stdout), C(stderr)), as the command of
@@ -289,7 +295,7 @@ def env_file_state(spec):
 
 
 def sitecustomize_state(spec, names):
-    """``{exists, isreg, isdir, dir_isdir, current, shadowed}`` of the sitecustomize.py."""
+    """``{exists, isreg, isdir, dir_isdir, current, shadowed, marker_problem}`` of the sitecustomize.py."""
     path = spec['path']
     st = _stat(path)
     dir_st = _stat(os.path.dirname(path))
@@ -303,6 +309,7 @@ def sitecustomize_state(spec, names):
                     and _managed_files.block_unchanged(original, spec['marker'], spec['block'])),
         'shadowed': _managed_files.shadowed_names(to_native(original, errors='surrogate_or_strict') if original else '',
                                                   names),
+        'marker_problem': _managed_files.marker_problem(original, spec['marker']),
     }
 
 

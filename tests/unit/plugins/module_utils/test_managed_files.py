@@ -102,3 +102,34 @@ def test_regular_file_and_directory(tmp_path):
     assert not _managed_files.is_regular(os.lstat(str(link)))
     assert _managed_files.is_directory(os.lstat(str(tmp_path)))
     assert not _managed_files.is_directory(None) and not _managed_files.is_regular(None)
+
+
+@pytest.mark.parametrize('name, text, lines', [
+    ('no block', 'x = 1\n', ''),
+    ('one block', IN_PLACE, ''),
+    ('two blocks', IN_PLACE + 'y = 2\n' + IN_PLACE, ''),
+    ('BEGIN twice, one END, a hand-written line between', BEGIN + 'PATCHED = True\n' + BEGIN + BLOCK + '\n' + END, '1, 3, 7'),
+    ('only BEGIN', 'x = 1\n' + BEGIN + BLOCK + '\n', '2'),
+    ('only END', BLOCK + '\n' + END, '4'),
+    ('END before BEGIN', END + BLOCK + '\n' + BEGIN, '1, 5'),
+    ('CRLF lines count as marks', IN_PLACE.replace('\n', '\r\n') + BEGIN, '1, 5, 6'),
+])
+def test_marker_problem_names_every_mark_line(name, text, lines):
+    problem = _managed_files.marker_problem(text.encode('utf-8'), MARKER)
+    if not lines:
+        assert problem == ''
+    else:
+        assert 'unbalanced at lines %s ' % lines in problem
+        assert 'PATCHED' not in problem
+
+
+def test_marker_problem_of_a_missing_file_is_empty():
+    assert _managed_files.marker_problem(None, MARKER) == ''
+
+
+def test_blockinfile_would_keep_a_stray_begin_line():
+    """Why unbalanced marks are refused: blockinfile (last BEGIN to last END) leaves the first BEGIN in the file, so
+    the collection's own reader of managed blocks would take the hand-written line after it for part of a block."""
+    text = 'PRE = 1\n' + BEGIN + 'PATCHED = True\n' + BEGIN + BLOCK + '\n' + END
+    outside = _managed_files.MANAGED_BLOCK.sub('', text)
+    assert 'PATCHED' not in outside

@@ -84,6 +84,7 @@ def test_a_new_host_needs_every_write_and_a_missing_tool_is_reported(capsys, hos
     assert result['env_dir'] == {'exists': False, 'current': False}
     assert result['env_file'] == {'exists': False, 'current': False}
     sc = result['sitecustomize']
+    assert sc['marker_problem'] == ''
     assert (sc['exists'], sc['isreg'], sc['isdir'], sc['dir_isdir'], sc['current'], sc['shadowed']) == (
         False, False, False, True, False, [])
     # no sitecustomize.py on the path yet: the child sees nothing of the block
@@ -169,3 +170,18 @@ def test_the_child_is_the_one_the_filter_builds(capsys, host, monkeypatch):
     run(capsys, host['args'])
     wanted = _python_probe.spawn_probe_argv(sys.executable, list(host['variables']), str(host['site']))
     assert [a if isinstance(a, str) else a.decode() for a in seen[-1]] == wanted
+
+
+def test_unbalanced_markers_are_reported_with_their_lines_and_no_hand_written_text(capsys, host):
+    """A second BEGIN line above the block (a hand-written line between the two) is reported by line number for the
+    pre-flight to refuse; the converged block below it still reads as current, so only this report stops the run."""
+    converge(host)
+    path = host['args']['sitecustomize']['path']
+    with open(path) as handle:
+        text = handle.read()
+    with open(path, 'w') as handle:
+        handle.write(MARKER.replace('{mark}', 'BEGIN') + '\nSECRET_PATCH = 1\n' + text)
+    result = run(capsys, host['args'], check=True)
+    problem = result['sitecustomize']['marker_problem']
+    assert problem.startswith("the managed block's markers are unbalanced at lines 1, 3, ")
+    assert 'SECRET_PATCH' not in problem
