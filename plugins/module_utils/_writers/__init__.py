@@ -66,3 +66,15 @@ def refuse_chars(value, what, allowed=''):
     for ch in value:
         if is_control(ch) and ch not in allowed:
             raise Unwritable('holds %s, which %s cannot hold' % (char_phrase(ch), what))
+
+
+def one_line(value):
+    """``value`` (text or a number) for a comment line of any line-based file (a unit, an env file, an ini file,
+    a shell script), unchanged. Refused: a line break or any other control character (``str.splitlines`` also
+    breaks at U+001C-U+001E, U+0085, U+2028 and U+2029; a line break would end the comment and start a line the
+    file's reader acts on), a lone surrogate."""
+    text = as_text(value, 'a comment line')
+    for ch in text:
+        if is_control(ch) or ch in '\u2028\u2029':
+            raise Unwritable('holds %s, which a comment line cannot hold' % char_phrase(ch))
+    return text
