@@ -58,6 +58,7 @@ WRITERS = {
     'unit_words': unit_words,
     'unit_command': exec_lines,
     'unit_environment': _each_item(unit_environment),
+    'unit_environment_value': lambda value: unit_environment('NAME', value),
     'env_file': _each_item(environment_file_line),
     'supervisor_value': supervisor_value,
     'supervisor_word': supervisor_word,
