@@ -51,7 +51,10 @@ def yaml_scalar(value):
     if isinstance(value, float):
         if value != value or value in (float('inf'), float('-inf')):
             raise Unwritable('is not a finite number, which the YAML writer does not write')
-        return repr(value)
+        text = repr(value)
+        mantissa, e, exponent = text.partition('e')
+        # YAML 1.1 (PyYAML) reads a float only with a '.' and a signed exponent: 1e-05 -> 1.0e-05.
+        return (mantissa if '.' in mantissa else mantissa + '.0') + e + exponent
     text = as_text(value, 'a YAML scalar')
     out = []
     for ch in text:

@@ -31,10 +31,14 @@ def _longest_run(text):
 
 
 def md_code(value):
-    """``value`` (text or a number) as one inline code span, on one line (line breaks written as spaces)."""
+    """``value`` (text or a number) as one inline code span, on one line (line breaks written as spaces); an empty
+    value as a span of one space."""
     text = _LINE_BREAKS.sub(' ', as_text(value, 'a Markdown code span'))
+    if text == '':
+        # No code span is empty (two backticks are literal text): one space stands for it.
+        return '` `'
     fence = '`' * (_longest_run(text) + 1)
-    if text[:1] in ('`', ' ') or text[-1:] in ('`', ' '):
+    if text.strip(' ') and (text[:1] in ('`', ' ') or text[-1:] in ('`', ' ')):
         text = ' %s ' % text
     return fence + text + fence
 
