@@ -92,7 +92,8 @@ def _absolute_paths(paths, what):
         text = str(path)
         bare = text.lstrip('-')
         if not bare.startswith('/'):
-            raise ValueError('%s must be absolute paths, got %r' % (what, text))
+            # The value is not shown: it may be an adopted working directory, i.e. anyone's text.
+            raise ValueError('%s must be absolute paths; an entry is not' % (what,))
         if text not in result:
             result.append(text)
     return result
