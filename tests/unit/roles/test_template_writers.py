@@ -22,6 +22,8 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible.plugins.filter.core import FilterModule as CoreFilters
 
+from ansible_collections.inferops.sglang.plugins.filter.operations import FilterModule as OperationsFilters
+from ansible_collections.inferops.sglang.plugins.filter.rules import FilterModule as RulesFilters
 from ansible_collections.inferops.sglang.plugins.filter.writers import FilterModule as WriterFilters
 from ansible_collections.inferops.sglang.plugins.module_utils._sandbox import sandbox_directives
 
@@ -34,8 +36,9 @@ def render(role, template, **variables):
                              trim_blocks=True)
     for name, func in CoreFilters().filters().items():
         env.filters.setdefault(name, func)
-    for name, func in WriterFilters().filters().items():
-        env.filters['inferops.sglang.' + name] = func
+    for module in (WriterFilters, RulesFilters, OperationsFilters):
+        for name, func in module().filters().items():
+            env.filters['inferops.sglang.' + name] = func
     return env.get_template(template).render(**variables)
 
 
@@ -143,3 +146,27 @@ def test_fleet_summary_cells_hold_pipes_and_line_breaks():
     table = [line for line in text.splitlines() if line.startswith('| h\\|1 ')]
     assert len(table) == 1 and re.findall(r'(?<!\\)\|', table[0]).__len__() == 8
     assert '# heading' not in [line.strip() for line in text.splitlines()]
+
+
+def test_deployment_record_holds_odd_values_in_code_spans_and_fences():
+    import datetime
+    stray = {'main_pid': 7, 'port': 30000, 'user': 'u', 'cwd': '/srv/a`b', 'env_readable': True,
+             'argv': ['python3', '--x', '```\n# injected heading'], 'env': {'A|B': 'x|y\nz'}}
+    text = render(
+        'cutover', 'deployment_record.md.j2', inventory_hostname='h1', now=lambda utc=True: datetime.datetime(2026, 1, 1),
+        _cutover_result='healthy', cutover_unit='sglang.service', _cutover_manager='systemd',
+        cutover_service={'unit_path': '/etc/systemd/system/sglang.service', 'command': ['/venv/bin/python3', '--m', 'a b'],
+                         'path': '/usr/bin', 'environment_files': ['/etc/sglang/sglang.env'], 'environment_names': ['X'],
+                         'user': 'sglang', 'group': 'sglang'},
+        __cutover_mgr={'state': 'active', 'pid': 1, 'restarts': 0}, __cutover_action='restart', _cutover_url='http://h1',
+        __cutover_gate={}, _cutover_versions={}, _cutover_previous_versions={}, cutover_cuda_env={},
+        inferops_sglang_known_good={'dir': '/var/lib/sglang/known-good'}, __cutover_stopped={},
+        _cutover_facts={'strays': [stray], 'init': {'system': 'systemd', 'pid1': 'systemd', 'container': 'none'},
+                        'gpu_count': 0, 'gpus': [], 'interconnect': 'none', 'cuda': {'toolkits': []},
+                        'python': {'executable': '/venv/bin/python3'}})
+    lines = text.splitlines()
+    fences = [i for i, line in enumerate(lines) if line == '````']
+    assert len(fences) == 2, 'the stray argv (holding ```) is fenced by four backticks'
+    assert fences[0] < lines.index('# injected heading') < fences[1]
+    assert '### pid 7 on port 30000 (user `u`, cwd ``/srv/a`b``)' in lines
+    assert '| `A\\|B` | `x\\|y z` |' in lines
