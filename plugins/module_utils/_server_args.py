@@ -249,6 +249,11 @@ def _environment_problem(name, value):
         return 'holds a newline, carriage return or NUL byte'
     if name in SINGLE_PATH_VARIABLES and value and (not value.startswith('/') or ':' in value):
         return 'must be one absolute path (no ":" and no relative path)'
+    try:
+        # What else the environment file's writer refuses (a control character other than tab).
+        environment_file_line(name, value)
+    except ValueError as exc:
+        return str(exc).replace('value of %s ' % name, '', 1)
     return None
 
 
@@ -256,7 +261,8 @@ def invalid_environment(env, reasons=False):
     """The entries of ``env`` (a mapping) that an environment file of the collection refuses, sorted by name.
 
     A name must be ``[A-Za-z_][A-Za-z0-9_]*``; a value must be text (quote numbers in YAML) without a newline, a
-    carriage return or a NUL byte; a variable that names one directory or file (:data:`SINGLE_PATH_VARIABLES`, such
+    carriage return, a NUL byte or another control character but tab (the environment file writer's rule); a
+    variable that names one directory or file (:data:`SINGLE_PATH_VARIABLES`, such
     as ``CUDA_HOME``) must hold one absolute path, without ``:``. The same rules apply to values a user writes and
     to values adopted from a hand-started server's environment. Values are never returned (they may be secrets).
 
