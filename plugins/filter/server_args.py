@@ -2,7 +2,8 @@
 # Copyright (c) inferops.sglang developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters that turn SGLang server arguments into command lines, unit lines and environment files.
+"""Filters that turn SGLang server arguments into command lines and back (the quoting of unit lines and
+environment files is in the filter file writers.py).
 
 The logic lives in the private module_utils ``_server_args``; these are thin wrappers.
 """
@@ -17,11 +18,9 @@ from ansible_collections.inferops.sglang.plugins.module_utils._server_args impor
     args_to_argv,
     argv_to_args,
     diff_args,
-    environment_file_line,
     invalid_environment,
     nccl_profile,
     no_proxy_env,
-    systemd_quote,
     topology_defaults,
 )
 
@@ -38,31 +37,6 @@ def _wrap(func):
     return wrapper
 
 
-def exec_lines(tokens):
-    """Group argv tokens into lines for a multi-line ExecStart=: the program and its
-    leading non-flag tokens on the first line, then one ``--flag [values]`` per line.
-
-    :param tokens: list of str, the full command line.
-    :returns: list of str, each already quoted for systemd.
-    """
-    lines = []
-    current = []
-    for token in tokens:
-        token = str(token)
-        if token.startswith('--') and current:
-            lines.append(' '.join(systemd_quote(t) for t in current))
-            current = []
-        current.append(token)
-    if current:
-        lines.append(' '.join(systemd_quote(t) for t in current))
-    return lines
-
-
-def env_line(name, value):
-    """``name | inferops.sglang.env_line(value)``: one ``NAME="value"`` line of an environment file."""
-    return environment_file_line(name, value)
-
-
 class FilterModule(object):
     """SGLang server-argument filters."""
 
@@ -71,9 +45,6 @@ class FilterModule(object):
             'server_argv': _wrap(args_to_argv),
             'argv_to_args': _wrap(argv_to_args),
             'args_diff': _wrap(diff_args),
-            'systemd_quote': _wrap(systemd_quote),
-            'env_line': _wrap(env_line),
-            'exec_lines': _wrap(exec_lines),
             'topology_defaults': _wrap(topology_defaults),
             'nccl_profile': _wrap(nccl_profile),
             'no_proxy_env': _wrap(no_proxy_env),

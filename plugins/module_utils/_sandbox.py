@@ -23,6 +23,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.systemd import unit_paths, unit_text, unit_words
+
 # Directories a service may need to read that ProtectHome=yes would hide.
 HOME_TREES = ('/home', '/root', '/run/user')
 
@@ -90,7 +92,8 @@ def _absolute_paths(paths, what):
         text = str(path)
         bare = text.lstrip('-')
         if not bare.startswith('/'):
-            raise ValueError('%s must be absolute paths, got %r' % (what, text))
+            # The value is not shown: it may be an adopted working directory, i.e. anyone's text.
+            raise ValueError('%s must be absolute paths; an entry is not' % (what,))
         if text not in result:
             result.append(text)
     return result
@@ -116,8 +119,13 @@ def sandbox_directives(systemd_version, read_paths=(), read_write_paths=(), devi
     open (``RestrictAddressFamilies=``; empty leaves them all). ``remove_ipc``: ``RemoveIPC=yes`` (for a user other
     than root; its System V IPC objects and POSIX shared memory go away when it stops).
 
+    Each value is returned as it is written into the unit, through the writers of ``_writers.systemd``: the path
+    list by ``unit_paths`` (quoted with C escapes where an entry needs it, ``%`` doubled), names by ``unit_words``,
+    device and log filter entries by ``unit_text``; a template writes ``NAME=VALUE`` without quoting anything.
+
     Directives newer than the host's systemd are left out. Raises ValueError for a relative path, an unknown
-    device policy or a version that is not an integer.
+    device policy, a version that is not an integer, or a value a unit cannot hold (``_writers.Unwritable``: a line
+    break, a control character; the message never holds the value).
     """
     version = _version(systemd_version)
     reads = _absolute_paths(read_paths, 'read_paths')
@@ -128,11 +136,11 @@ def sandbox_directives(systemd_version, read_paths=(), read_write_paths=(), devi
     if version >= (PROTECT_CLOCK_VERSION if device_policy else PROTECT_CLOCK_SAFE_VERSION):
         lines.append(['ProtectClock', 'yes'])
     if capabilities is not None and version >= CAPABILITIES_VERSION:
-        names = ' '.join(str(name) for name in capabilities)
+        names = unit_words([str(name) for name in capabilities])
         lines.append(['CapabilityBoundingSet', names])
         lines.append(['AmbientCapabilities', names])
     if address_families and version >= ADDRESS_FAMILIES_VERSION:
-        lines.append(['RestrictAddressFamilies', ' '.join(str(name) for name in address_families)])
+        lines.append(['RestrictAddressFamilies', unit_words([str(name) for name in address_families])])
     if remove_ipc and version >= REMOVE_IPC_VERSION:
         lines.append(['RemoveIPC', 'yes'])
     writes_home = any(_under(path.lstrip('-'), HOME_TREES) for path in writes)
@@ -140,14 +148,14 @@ def sandbox_directives(systemd_version, read_paths=(), read_write_paths=(), devi
         reads_home = any(_under(path, HOME_TREES) for path in reads)
         lines.append(['ProtectHome', 'read-only' if reads_home else 'yes'])
     if writes and version >= READ_WRITE_PATHS_VERSION:
-        lines.append(['ReadWritePaths', ' '.join(writes)])
+        lines.append(['ReadWritePaths', unit_paths(writes)])
     if device_policy and version >= DEVICE_ALLOW_VERSION:
         lines.append(['DevicePolicy', device_policy])
         for entry in device_allow or []:
-            lines.append(['DeviceAllow', str(entry)])
+            lines.append(['DeviceAllow', unit_text(str(entry))])
     if version >= LOG_FILTER_PATTERNS_VERSION:
         for pattern in log_filter_patterns or []:
-            lines.append(['LogFilterPatterns', '~' + str(pattern)])
+            lines.append(['LogFilterPatterns', unit_text('~' + str(pattern))])
     return lines
 
 

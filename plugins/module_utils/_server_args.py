@@ -41,6 +41,12 @@ import re
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import is_secret_flag
 from ansible_collections.inferops.sglang.plugins.module_utils._nvidia_smi import tp_unusable_reason
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process.cmdline import SETTING_FLAGS, config_values
+# The writers of unit command lines and environment files live in _writers; re-exported for existing callers.
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.envfile import environment_file_line  # noqa: F401
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.systemd import (  # noqa: F401
+    systemd_command_line,
+    systemd_quote,
+)
 
 _ENV_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 _NUMBER_RE = re.compile(r'^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$')
@@ -226,56 +232,6 @@ def diff_args(old, new):
     return {'added': added, 'removed': removed, 'changed': changed, 'unchanged_count': unchanged}
 
 
-def systemd_quote(token):
-    """Quote one argv word for ExecStart= so that systemd passes it through unchanged.
-
-    systemd.service(5), "Command lines": a command line is split on whitespace;
-    a word may be wrapped in double or single quotes; C-style escapes are
-    recognised; "%" specifiers are expanded (systemd.unit(5), "%%" is a literal
-    "%"); "$FOO"/"${FOO}" are environment variable substitutions and "$$" is a
-    literal "$"; a lone ";" separates commands (a literal one is "\\;").
-
-    So: "%" and "$" are always doubled (specifier and variable expansion also
-    happen inside quotes); the word is wrapped in double quotes when it is
-    empty or contains whitespace, a quote or a backslash, and inside the quotes
-    "\\" and '"' are escaped, and newline, carriage return, tab and other control
-    characters are written as C escapes.
-    """
-    token = str(token)
-    if token == ';':
-        return '\\;'
-    escaped = token.replace('%', '%%').replace('$', '$$')
-    needs_quotes = (
-        token == ''
-        or any(ch in token for ch in ' \t\n\r\v\f"\'\\')
-        or any(ord(ch) < 0x20 or ord(ch) == 0x7f for ch in token)
-    )
-    if not needs_quotes:
-        return escaped
-    out = []
-    for ch in escaped:
-        if ch == '\\':
-            out.append('\\\\')
-        elif ch == '"':
-            out.append('\\"')
-        elif ch == '\n':
-            out.append('\\n')
-        elif ch == '\r':
-            out.append('\\r')
-        elif ch == '\t':
-            out.append('\\t')
-        elif ord(ch) < 0x20 or ord(ch) == 0x7f:
-            out.append('\\x%02x' % ord(ch))
-        else:
-            out.append(ch)
-    return '"' + ''.join(out) + '"'
-
-
-def systemd_command_line(argv):
-    """Join argv words for ExecStart= with ``systemd_quote``."""
-    return ' '.join(systemd_quote(token) for token in argv)
-
-
 # Variables that name one directory or file: their value must be one absolute path. A value such as
 # ':/usr/local/cuda-13.0' (from `export CUDA_HOME=$CUDA_HOME:/usr/local/cuda-13.0` with CUDA_HOME unset) is a path
 # list, which nothing that reads these variables splits.
@@ -293,6 +249,11 @@ def _environment_problem(name, value):
         return 'holds a newline, carriage return or NUL byte'
     if name in SINGLE_PATH_VARIABLES and value and (not value.startswith('/') or ':' in value):
         return 'must be one absolute path (no ":" and no relative path)'
+    try:
+        # What else the environment file's writer refuses (a control character other than tab).
+        environment_file_line(name, value)
+    except ValueError as exc:
+        return str(exc).replace('value of %s ' % name, '', 1)
     return None
 
 
@@ -300,7 +261,8 @@ def invalid_environment(env, reasons=False):
     """The entries of ``env`` (a mapping) that an environment file of the collection refuses, sorted by name.
 
     A name must be ``[A-Za-z_][A-Za-z0-9_]*``; a value must be text (quote numbers in YAML) without a newline, a
-    carriage return or a NUL byte; a variable that names one directory or file (:data:`SINGLE_PATH_VARIABLES`, such
+    carriage return, a NUL byte or another control character but tab (the environment file writer's rule); a
+    variable that names one directory or file (:data:`SINGLE_PATH_VARIABLES`, such
     as ``CUDA_HOME``) must hold one absolute path, without ``:``. The same rules apply to values a user writes and
     to values adopted from a hand-started server's environment. Values are never returned (they may be secrets).
 
@@ -317,42 +279,6 @@ def invalid_environment(env, reasons=False):
         if problem:
             bad.append('%s: %s' % (name, problem) if reasons else str(name))
     return sorted(bad)
-
-
-def environment_file_line(name, value):
-    """One ``NAME="value"`` line for a file named by EnvironmentFile= (systemd.exec(5)).
-
-    In such a file a double-quoted value keeps its whitespace, and a backslash
-    followed by one of ``"`` ``\\`` `````` ``$`` stands for that character (the
-    rules of POSIX shell double quotes). systemd expands neither ``$VAR``/``${VAR}``
-    nor ``%`` specifiers in EnvironmentFile= values (checked with systemd 252:
-    ``E=$HOME ${X} %h`` arrives as that literal text), so ``%`` stays as is; ``$`` and
-    the backtick are escaped anyway, which costs nothing there and keeps the line
-    meaning the same for a POSIX shell that sources the file.
-
-    Raises ValueError for an invalid name (``[A-Za-z_][A-Za-z0-9_]*``), a value
-    holding a newline, carriage return or NUL, or a value that is not text or a number.
-    """
-    if not isinstance(name, str) or not _ENV_NAME_RE.match(name):
-        raise ValueError('invalid environment variable name %r: use [A-Za-z_][A-Za-z0-9_]*' % (name,))
-    if isinstance(value, bool):
-        value = 'true' if value else 'false'
-    elif isinstance(value, (int, float)):
-        value = _format_scalar(value)
-    elif value is None:
-        value = ''
-    elif not isinstance(value, str):
-        raise ValueError('value of %s must be text or a number, got %s' % (name, type(value).__name__))
-    for bad, label in (('\n', 'a newline'), ('\r', 'a carriage return'), ('\x00', 'a NUL byte')):
-        if bad in value:
-            raise ValueError('value of %s contains %s, which an environment file cannot hold on one line' % (name, label))
-    escaped = []
-    for ch in value:
-        if ch in '\\"$`':
-            escaped.append('\\' + ch)
-        else:
-            escaped.append(ch)
-    return '%s="%s"' % (name, ''.join(escaped))
 
 
 _AMBIGUOUS_RE = re.compile(r'^ambiguous option: (\S+?) could match ')

@@ -18,11 +18,9 @@ from ansible_collections.inferops.sglang.plugins.module_utils._server_args impor
     args_to_argv,
     argv_to_args,
     diff_args,
-    environment_file_line,
     flag_from_parser_message,
     normalize_flag,
     systemd_command_line,
-    systemd_quote,
 )
 
 REFERENCE_LINE = (
@@ -244,34 +242,7 @@ def test_diff_args(old, new, expected):
     assert diff_args(old, new) == expected
 
 
-# --- systemd_quote -----------------------------------------------------------------------------
-
-@pytest.mark.parametrize('token, expected', [
-    ('--tp', '--tp'),
-    ('/shared/kimi-k2.5-int4', '/shared/kimi-k2.5-int4'),
-    ('0.88', '0.88'),
-    ('', '""'),
-    ('two words', '"two words"'),
-    ('tab\there', '"tab\\there"'),
-    ('new\nline', '"new\\nline"'),
-    ('cr\rhere', '"cr\\rhere"'),
-    ('bell\x07', '"bell\\x07"'),
-    ('say "hi"', '"say \\"hi\\""'),
-    ("it's", '"it\'s"'),
-    ('back\\slash', '"back\\\\slash"'),
-    ('100%', '100%%'),
-    ('%h/models', '%%h/models'),
-    ('$HOME', '$$HOME'),
-    ('${FOO}', '$${FOO}'),
-    ('a $b %c', '"a $$b %%c"'),
-    (';', '\\;'),
-    ('a;b', 'a;b'),
-    ('{"a":1}', '"{\\"a\\":1}"'),
-    (8, '8'),
-])
-def test_systemd_quote(token, expected):
-    assert systemd_quote(token) == expected
-
+# --- systemd_command_line (the writer is in _writers.systemd; tested there) ----------------------
 
 def test_systemd_command_line_reference():
     line = systemd_command_line(shlex.split(REFERENCE_LINE))
@@ -281,45 +252,6 @@ def test_systemd_command_line_reference():
 def test_systemd_command_line_json():
     argv = args_to_argv({'json-model-override-args': {'rope_scaling': {'factor': 2.0}}})
     assert systemd_command_line(argv) == '--json-model-override-args "{\\"rope_scaling\\":{\\"factor\\":2.0}}"'
-
-
-# --- environment_file_line -----------------------------------------------------------------------
-
-@pytest.mark.parametrize('name, value, expected', [
-    ('CUDA_HOME', '/usr/local/cuda-13.0', 'CUDA_HOME="/usr/local/cuda-13.0"'),
-    ('NCCL_P2P_LEVEL', 'SYS', 'NCCL_P2P_LEVEL="SYS"'),
-    ('EMPTY', '', 'EMPTY=""'),
-    ('NONE', None, 'NONE=""'),
-    ('N', 8, 'N="8"'),
-    ('F', 0.5, 'F="0.5"'),
-    ('B', True, 'B="true"'),
-    ('_X1', 'a b  c', '_X1="a b  c"'),
-    ('Q', 'say "hi"', 'Q="say \\"hi\\""'),
-    ('BS', 'C:\\path\\', 'BS="C:\\\\path\\\\"'),
-    ('D', '$HOME and ${X}', 'D="\\$HOME and \\${X}"'),
-    ('T', 'a`b`', 'T="a\\`b\\`"'),
-    ('P', '100%', 'P="100%"'),
-    ('S', "it's", 'S="it\'s"'),
-    ('H', '#not a comment', 'H="#not a comment"'),
-])
-def test_environment_file_line(name, value, expected):
-    assert environment_file_line(name, value) == expected
-
-
-@pytest.mark.parametrize('name, value, fragment', [
-    ('1ABC', 'x', 'invalid environment variable name'),
-    ('A-B', 'x', 'invalid environment variable name'),
-    ('', 'x', 'invalid environment variable name'),
-    ('A B', 'x', 'invalid environment variable name'),
-    (None, 'x', 'invalid environment variable name'),
-    ('A', 'line1\nline2', 'newline'),
-    ('A', 'x\ry', 'carriage return'),
-    ('A', 'x\x00y', 'NUL'),
-    ('A', ['x'], 'must be text or a number'),
-])
-def test_environment_file_line_rejects(name, value, fragment):
-    with pytest.raises(ValueError, match=fragment):
-        environment_file_line(name, value)
 
 
 # --- flag_from_parser_message ---------------------------------------------------------------------
