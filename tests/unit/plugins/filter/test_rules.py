@@ -174,3 +174,11 @@ def test_sglang_requirement_filter():
     got = FILTERS['sglang_requirement']('sglang==0.5.10', '/opt/sglang/venvs')
     assert got['venv'] == '/opt/sglang/venvs/0.5.10' and got['python'] == '/opt/sglang/venvs/0.5.10/bin/python3'
     assert FILTERS['sglang_requirement']('sglang>=0.5.10', '/opt/sglang/venvs')['problem']
+
+
+def test_redact_argv():
+    argv = ['--model-path', '/m', '--api', 'k1', '--otlp-traces-endpoint', 'http://u:p@otel:4317']
+    assert FILTERS['redact_argv'](argv) == ['--model-path', '/m', '--api', '********', '--otlp-traces-endpoint',
+                                            'http://u:********@otel:4317']
+    with pytest.raises(AnsibleFilterError, match='redact_argv'):
+        FILTERS['redact_argv']('--api-key x')
