@@ -19,7 +19,7 @@ ARGUMENT_SPEC = dict(
     dir=dict(type='path', required=True),
     files=dict(type='list', elements='dict', required=True, options=dict(
         name=dict(type='str', required=True),
-        content=dict(type='raw'),
+        content=dict(type='raw', no_log=True),
         template=dict(type='str'),
     ), mutually_exclusive=[('content', 'template')], required_one_of=[('content', 'template')]),
     mode=dict(type='raw', default='0644'),

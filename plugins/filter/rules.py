@@ -68,6 +68,20 @@ def _environment_without_secrets(env):
     return _secrets.redact_env(env)[0]
 
 
+def _argv_without_secrets(argv):
+    """``_secrets.redact_argv`` for a list of argv words: secret values and URL passwords masked."""
+    if not isinstance(argv, (list, tuple)):
+        raise TypeError('expected a command line as a list of words, got %s' % type(argv).__name__)
+    return _secrets.redact_argv(argv)
+
+
+def _secret_env_names(env):
+    """``_secrets.redact_env``'s list of names hidden: the variables named like secrets or holding a URL password."""
+    if not hasattr(env, 'items'):
+        raise TypeError('expected a mapping of environment variables, got %s' % type(env).__name__)
+    return _secrets.redact_env(env)[1]
+
+
 class FilterModule(object):
     """The collection's rules, for roles."""
 
@@ -76,6 +90,8 @@ class FilterModule(object):
             'secret_flags': _wrap(_secrets.secret_flags, 'secret_flags'),
             'redact_args': _wrap(_secrets.redact_args, 'redact_args'),
             'redact_env': _wrap(_environment_without_secrets, 'redact_env'),
+            'secret_env_names': _wrap(_secret_env_names, 'secret_env_names'),
+            'redact_argv': _wrap(_argv_without_secrets, 'redact_argv'),
             'gpus_needed': _wrap(cmdline.gpus_needed, 'gpus_needed'),
             'server_settings': _wrap(_complete_settings, 'server_settings'),
             'service_active': _wrap(_supervisors.service_active, 'service_active'),

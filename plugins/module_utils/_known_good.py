@@ -15,6 +15,8 @@ import json
 import os
 import time
 
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_argv
+
 MANIFEST = 'manifest.json'
 
 
@@ -56,8 +58,12 @@ def known_good_differ(files, store_dir, checksum):
 def known_good_manifest_text(manifest):
     """The text written to manifest.json for MANIFEST (dict): JSON, keys sorted, indent 4, a final newline (str).
 
-    The same text as Ansible's ``to_nice_json`` filter followed by a newline.
+    The same text as Ansible's ``to_nice_json`` filter followed by a newline. Secrets in the ``command`` (argv
+    words; only shown and compared, never run) are masked as ``_secrets.redact_argv`` does: values of secret flags
+    and URL passwords, so that the manifest never holds one.
     """
+    if isinstance(manifest.get('command'), (list, tuple)):
+        manifest = dict(manifest, command=redact_argv(manifest['command']))
     return json.dumps(manifest, indent=4, sort_keys=True, separators=(',', ': '), ensure_ascii=False) + '\n'
 
 

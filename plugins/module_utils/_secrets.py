@@ -7,23 +7,36 @@
 """Which command line flags and environment variables hold secrets, and how they are hidden.
 
 The one rule for the whole collection: the modules (process discovery, the argument check), the
-filters (``secret_flags``, ``redact_args``, ``server_argv``) and through them the roles.
+filters (``secret_flags``, ``redact_args``, ``redact_env``, ``server_argv``) and through them the roles.
 
 A flag's value is a secret (:func:`is_secret_flag`) when the flag is
 
 * one of ``SECRET_FLAGS``: the credentials of the SGLang server (``--api-key``, ``--admin-api-key``,
-  ``--ssl-keyfile-password``; ``sglang/srt/arg_groups/fields/serving.py``) and of the sglang-router
-  (``--api-key``, ``--control-plane-api-keys``, ``--oracle-password``, ``--postgres-db-url``,
-  ``--redis-url``: a database URL carries its password);
+  ``--ssl-keyfile-password``; SGLang 0.5.23 ``python/sglang/srt/arg_groups/fields/serving.py``, parsed by
+  ``python/sglang/srt/server_args.py``) and of the sglang-router (``--api-key``, ``--control-plane-api-keys``,
+  ``--oracle-password``, ``--postgres-db-url``, ``--redis-url``: a database URL carries its password);
 * ``--watermark-config`` with an inline JSON object (it may hold the watermark key; SGLang redacts
   it from its own recorded launch command), not a file path;
 * named with one of the words of ``SECRET_FLAG_WORDS`` (``--hf-token``, ``--db-password``), unless it
   is one of ``NOT_SECRET_FLAGS``, SGLang flags whose names contain such a word but hold no secret
-  (``--ssl-keyfile``, ``--speculative-token-map``; the router's ``--tls-key-path``, ``--client-key-path``); ``--max-total-tokens`` and ``--tokenizer-path``
+  (``--speculative-token-map``; the router's ``--tls-key-path``); ``--max-total-tokens`` and ``--tokenizer-path``
   do not match, since ``tokens`` and ``tokenizer`` are other words;
-* an abbreviation argparse would expand to a secret flag (``--api-k``, at least five characters;
-  any prefix in the ``--x=value`` form, which argparse echoes whole in its error messages), or a
-  secret flag with more letters after it (``--api-keyy``, which argparse reports in an error).
+* any prefix of a secret flag (``--api``, ``--api-k``, ``--admin-api``, ``--a``): SGLang's parser is an
+  ``argparse.ArgumentParser`` with ``allow_abbrev`` on, which expands a unique prefix of a long option to it
+  (``--api KEY`` sets the API key) and reports an ambiguous one; an exact option name wins over prefix
+  matching, so the SGLang flags that are themselves prefixes of a secret flag (``--ssl-keyfile`` of
+  ``--ssl-keyfile-password``) are listed, with their source, in ``NOT_SECRET_FLAG_SOURCES``;
+* a secret flag with more letters after it (``--api-keyy``, which argparse reports with its value in an error).
+
+Where SGLang's own parser is at hand (the ``server_args_check`` module), the option it resolves a token to
+counts too: pass its answers as ``resolve`` to :func:`redact_argv`, :func:`redacted_flags` and
+:func:`secret_values`.
+
+A value may hold a password inside a URL (``--otlp-traces-endpoint http://user:password@otel:4317``,
+``HTTPS_PROXY=http://user:password@proxy:3128``): :func:`url_passwords` finds them, and every masking
+function here hides them keeping the user and the host (``http://user:********@otel:4317``).
+:func:`secret_flags` and :func:`redacted_flags` name such flags too, since their values must stay out of
+argv and unit files.
 
 Environment variables are secrets when their name contains KEY, TOKEN, SECRET, PASSWORD or
 CREDENTIAL in any case (:func:`is_secret_env_name`). Hidden values read ``MASK``.
@@ -52,22 +65,33 @@ SECRET_IF_INLINE_JSON = (
 )
 # Words that make a flag a secret wherever they appear in its name (``--hf-token``).
 SECRET_FLAG_WORDS = frozenset(('key', 'token', 'secret', 'password', 'passwd', 'credential', 'credentials'))
-# SGLang flags whose names look like secrets (a secret word in them, or a prefix of a secret flag)
-# but whose values are not.
-NOT_SECRET_FLAGS = (
-    'ssl-keyfile',
-    # sglang-router 0.3.2: the paths of its TLS and mTLS private keys (router_args.py, tls_group).
-    'tls-key-path',
-    'client-key-path',
-    'speculative-token-map',
-    'bucket-time-to-first-token',
-    'bucket-inter-token-latency',
+# Exact flags of SGLang and the sglang-router that look like secrets - a word of SECRET_FLAG_WORDS in the name, or
+# a prefix of a secret flag (argparse takes an exact option name before any abbreviation) - but hold none; each
+# with where it is defined. The SGLang ones were found by building SGLang 0.5.23's parser and listing its options.
+NOT_SECRET_FLAG_SOURCES = (
+    ('ssl-keyfile', 'SGLang 0.5.23 python/sglang/srt/server_args.py (field ssl_keyfile of '
+                    'arg_groups/fields/serving.py): the path of the SSL key file; a prefix of --ssl-keyfile-password'),
+    ('speculative-token-map', 'SGLang 0.5.23 python/sglang/srt/server_args.py (arg_groups/fields/spec.py): a path'),
+    ('bucket-time-to-first-token', 'SGLang 0.5.23 python/sglang/srt/server_args.py '
+                                   '(arg_groups/fields/observability.py): histogram buckets'),
+    ('bucket-inter-token-latency', 'SGLang 0.5.23 python/sglang/srt/server_args.py '
+                                   '(arg_groups/fields/observability.py): histogram buckets'),
+    ('tbo-token-distribution-threshold', 'SGLang 0.5.23 python/sglang/srt/server_args.py '
+                                         '(arg_groups/fields/exec_.py): a number'),
+    ('kt-max-deferred-experts-per-token', 'SGLang 0.5.23 python/sglang/srt/server_args.py '
+                                          '(arg_groups/fields/exec_.py): a number'),
+    ('prefill-delayer-token-usage-low-watermark', 'SGLang 0.5.23 python/sglang/srt/server_args.py '
+                                                  '(arg_groups/fields/schedule.py): a number'),
+    ('tls-key-path', 'sglang-router 0.3.2 router_args.py (tls_group): the path of its TLS private key'),
+    ('client-key-path', 'sglang-router 0.3.2 router_args.py (tls_group): the path of its mTLS client key'),
 )
-# An abbreviation shorter than this (without '=') is not taken for a secret flag: ``--api`` is not.
-ABBREVIATION_MIN = 5
+NOT_SECRET_FLAGS = tuple(name for name, _source in NOT_SECRET_FLAG_SOURCES)
 
 _SECRET_ENV_RE = re.compile(r'KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL', re.IGNORECASE)
 _NUMBER_RE = re.compile(r'^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$')
+# The password of a URL's user information: ``scheme://user:password@host``, ``scheme://:password@host``; it runs
+# to the last ``@`` before the path or a blank (a raw ``@`` in a password happens). ``scheme://user@host`` has none.
+_URL_PASSWORD_RE = re.compile(r'(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)(?P<password>[^/\s]+)(?P<tail>@)')
 
 
 def flag_name(flag):
@@ -81,14 +105,14 @@ def _inline_json(value):
     return str(value).lstrip().startswith('{')
 
 
-def is_secret_flag(flag, value=None, min_prefix=ABBREVIATION_MIN):
-    """True when the value of ``flag`` is a secret (the rules are in this file's docstring).
+def is_secret_flag(flag, value=None):
+    """True when the value of ``flag`` is a secret by the flag's name (the rules are in this file's docstring).
 
-    :param flag: str, with or without leading dashes, ``_`` or ``-`` spelling, ``=value`` allowed.
-    :param value: the flag's value when known; only ``--watermark-config`` depends on it (None: assume
-        the worst).
-    :param min_prefix: shortest abbreviation taken for a secret flag (1 for the ``--x=value`` form).
-    :returns: bool.
+    :param flag: str, with or without leading dashes, ``_`` or ``-`` spelling (an argparse ``dest`` such as
+        ``api_key`` too), ``=value`` allowed.
+    :param value: the flag's value when known; only ``--watermark-config`` and its prefixes depend on it (None:
+        assume the worst).
+    :returns: bool. A password inside a URL value does not make the flag secret here (:func:`url_passwords`).
     """
     name = flag_name(flag)
     if not name:
@@ -102,9 +126,47 @@ def is_secret_flag(flag, value=None, min_prefix=ABBREVIATION_MIN):
     if SECRET_FLAG_WORDS.intersection(re.split(r'-+', name)):
         return True
     for secret in SECRET_FLAGS + SECRET_IF_INLINE_JSON:
-        if (len(name) >= min_prefix and secret.startswith(name)) or name.startswith(secret):
+        if secret.startswith(name) or name.startswith(secret):
             return secret not in SECRET_IF_INLINE_JSON or _inline_json(value)
     return False
+
+
+def url_passwords(value):
+    """The passwords of every ``scheme://user:password@host`` (or ``scheme://:password@host``) in ``value``.
+
+    :param value: any value; a list or tuple is searched item by item, a mapping value by value, anything else
+        as its text.
+    :returns: list of str, possibly empty; ``scheme://user@host`` has none.
+    """
+    if isinstance(value, dict):
+        return [p for item in value.values() for p in url_passwords(item)]
+    if isinstance(value, (list, tuple)):
+        return [p for item in value for p in url_passwords(item)]
+    if value is None or isinstance(value, bool):
+        return []
+    return [match.group('password') for match in _URL_PASSWORD_RE.finditer(str(value))]
+
+
+def redact_url_passwords(value):
+    """``value`` with the password of every ``scheme://user:password@host`` in it replaced by the mask; the user,
+    host and path are kept (``http://u:********@otel.example:4317``).
+
+    :returns: (text, whether anything was masked).
+    """
+    text = str(value)
+    masked = _URL_PASSWORD_RE.sub(lambda m: m.group('head') + MASK + m.group('tail'), text)
+    return masked, masked != text
+
+
+def _mask_urls_in(value):
+    """``value`` (str, number, list, mapping) with the URL passwords in its strings masked, in the same shape."""
+    if isinstance(value, str):
+        return redact_url_passwords(value)[0]
+    if isinstance(value, (list, tuple)):
+        return [_mask_urls_in(item) for item in value]
+    if isinstance(value, dict):
+        return dict((key, _mask_urls_in(item)) for key, item in value.items())
+    return value
 
 
 def _is_long_option(token):
@@ -112,7 +174,17 @@ def _is_long_option(token):
     return token.startswith('--') and token != '--' and not _NUMBER_RE.match(token)
 
 
-def _secret_positions(tokens):
+def _flag_is_secret(name, value, resolve):
+    """The flag NAME (as written, without dashes) is secret by its name or by what ``resolve`` makes of it."""
+    if is_secret_flag(name, value):
+        return True
+    if resolve is None:
+        return False
+    resolved = resolve('--' + name)
+    return bool(resolved) and is_secret_flag(resolved, value)
+
+
+def _secret_positions(tokens, resolve=None):
     """(flag index, value index or None) of every secret flag in argv tokens.
 
     A flag takes the next token as its value unless that token is another ``--flag``; in the
@@ -124,26 +196,31 @@ def _secret_positions(tokens):
             continue
         name, sep, value = token[2:].partition('=')
         if sep:
-            if is_secret_flag(name, value, min_prefix=1):
+            if _flag_is_secret(name, value, resolve):
                 found.append((index, index))
             continue
         following = tokens[index + 1] if index + 1 < len(tokens) else None
         if following is not None and _is_long_option(following):
             following = None
-        if is_secret_flag(name, following):
+        if _flag_is_secret(name, following, resolve):
             found.append((index, None if following is None else index + 1))
     return found
 
 
-def redact_argv(argv, mask=MASK):
-    """A copy of argv (list of str) with the values of secret flags replaced by ``mask``.
+def redact_argv(argv, mask=MASK, resolve=None):
+    """A copy of argv (list of str) with the values of secret flags replaced by ``mask``, and the password of
+    every URL in the other tokens masked.
 
-    ``--api-key X`` -> ``--api-key ********``; ``--hf-token=X`` -> ``--hf-token=********``. Only the
-    value is replaced (secret flags take one value); a following ``--flag`` is not a value.
+    ``--api-key X`` -> ``--api-key ********``; ``--hf-token=X`` -> ``--hf-token=********``;
+    ``--otlp-traces-endpoint http://u:p@h:4317`` -> ``--otlp-traces-endpoint http://u:********@h:4317``. Only
+    the value is replaced (secret flags take one value); a following ``--flag`` is not a value.
+
+    :param resolve: optional callable: ``'--api'`` -> the option or ``dest`` a real parser resolves it to
+        (``'api_key'``), or None; a token it resolves to a secret flag is secret too.
     """
     tokens = [str(t) for t in argv]
-    out = list(tokens)
-    for index, value_index in _secret_positions(tokens):
+    out = [redact_url_passwords(t)[0] for t in tokens]
+    for index, value_index in _secret_positions(tokens, resolve):
         if value_index == index:
             out[index] = tokens[index].split('=', 1)[0] + '=' + mask
         elif value_index is not None:
@@ -151,39 +228,78 @@ def redact_argv(argv, mask=MASK):
     return out
 
 
-def redacted_flags(argv):
-    """The secret flags of argv as written (``'--api-key'``), each once, in order of appearance;
-    also those given without a value."""
+def _url_password_flags(tokens):
+    """(index, flag as written) of every flag whose value token (or ``=value``) holds a URL password."""
+    found = []
+    current = None
+    for index, token in enumerate(tokens):
+        if _is_long_option(token):
+            name, sep, value = token.partition('=')
+            current = None if sep else (index, name)
+            if sep and url_passwords(value):
+                found.append((index, name))
+            continue
+        if current is not None and url_passwords(token):
+            found.append(current)
+    return found
+
+
+def redacted_flags(argv, resolve=None):
+    """The flags of argv as written (``'--api-key'``) whose values are hidden, each once, in order of appearance:
+    the secret flags (also those given without a value) and the flags whose values hold a URL password.
+
+    :param resolve: as for :func:`redact_argv`.
+    """
     tokens = [str(t) for t in argv]
+    found = [(index, tokens[index].split('=', 1)[0]) for index, _value in _secret_positions(tokens, resolve)]
+    found.extend(_url_password_flags(tokens))
     names = []
-    for index, _value_index in _secret_positions(tokens):
-        flag = tokens[index].split('=', 1)[0]
+    for _index, flag in sorted(found):
         if flag not in names:
             names.append(flag)
     return names
 
 
-def secret_values(argv):
-    """The non-empty values of the secret flags in argv (list of str), for masking them in messages."""
+def secret_values(argv, resolve=None):
+    """The non-empty values of the secret flags in argv and the URL passwords in any of its tokens (list of str,
+    each once, longest first), for masking them in messages (:func:`mask_values`).
+
+    :param resolve: as for :func:`redact_argv`.
+    """
     tokens = [str(t) for t in argv]
     values = []
-    for index, value_index in _secret_positions(tokens):
+    for index, value_index in _secret_positions(tokens, resolve):
         if value_index == index:
             values.append(tokens[index].split('=', 1)[1])
         elif value_index is not None:
             values.append(tokens[value_index])
-    return [v for v in values if v]
+    for token in tokens:
+        values.extend(url_passwords(token))
+    return sorted(set(v for v in values if v), key=lambda v: (-len(v), v))
+
+
+def mask_values(text, values, mask=MASK):
+    """TEXT (str, or None which stays None) with every occurrence of each of VALUES (longest first) and every URL
+    password replaced by ``mask``."""
+    if text is None:
+        return None
+    text = str(text)
+    for value in sorted((v for v in values if v), key=len, reverse=True):
+        text = text.replace(value, mask)
+    return redact_url_passwords(text)[0]
 
 
 def secret_flags(args):
-    """The flags of ``args`` whose values are secrets, normalized (``'api-key'``), sorted, each once.
+    """The flags of ``args`` whose values are secrets or hold a URL password, normalized (``'api-key'``), sorted,
+    each once. A flag named here must be kept out of command lines and unit files.
 
     :param args: mapping of server or router arguments (keys with or without leading dashes, ``_`` or
         ``-``; values as for the ``server_argv`` filter), or an argv list.
     :raises TypeError: for anything else.
     """
     if hasattr(args, 'items'):
-        found = [flag_name(key) for key, value in args.items() if is_secret_flag(str(key), value)]
+        found = [flag_name(key) for key, value in args.items()
+                 if is_secret_flag(str(key), value) or url_passwords(value)]
     elif isinstance(args, (list, tuple)):
         found = [flag_name(flag) for flag in redacted_flags(args)]
     else:
@@ -192,37 +308,20 @@ def secret_flags(args):
 
 
 def redact_args(args, mask=MASK):
-    """A copy of a mapping of arguments with the values of secret flags replaced by ``mask`` (keys kept).
+    """A copy of a mapping of arguments with the values of secret flags replaced by ``mask`` and the password of
+    every URL in the other values masked (keys and order kept; lists and mappings keep their shape).
 
     :raises TypeError: when ``args`` is not a mapping.
     """
     if not hasattr(args, 'items'):
         raise TypeError('expected a mapping of arguments, got %s' % type(args).__name__)
-    return dict((key, mask if is_secret_flag(str(key), value) else value) for key, value in args.items())
+    return dict((key, mask if is_secret_flag(str(key), value) else _mask_urls_in(value))
+                for key, value in args.items())
 
 
 def is_secret_env_name(name):
     """True for an environment variable whose name says it holds a secret (``HF_TOKEN``, ``db_password``)."""
     return bool(_SECRET_ENV_RE.search(name))
-
-
-# The password of a URL's user information: ``scheme://user:password@host`` (proxies, database URLs).
-_URL_PASSWORD_RE = re.compile(r'(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)(?P<password>[^/@\s]+)(?P<tail>@)')
-
-
-def url_passwords(value):
-    """The passwords of every ``scheme://user:password@host`` in ``value`` (a list of str, possibly empty)."""
-    return [match.group('password') for match in _URL_PASSWORD_RE.finditer(str(value))]
-
-
-def redact_url_passwords(value):
-    """``value`` with the password of every ``scheme://user:password@host`` in it replaced by the mask.
-
-    :returns: (text, whether anything was masked).
-    """
-    text = str(value)
-    masked = _URL_PASSWORD_RE.sub(lambda m: m.group('head') + MASK + m.group('tail'), text)
-    return masked, masked != text
 
 
 def redact_env(env):

@@ -333,11 +333,12 @@ def main():
         argument_spec=dict(
             cuda_home=dict(type='path', required=True),
             tools=dict(type='list', elements='str', default=['nvcc', 'ptxas']),
-            env_file=dict(type='dict', required=True, options=dict(file_spec, content=dict(type='str', required=True))),
+            env_file=dict(type='dict', required=True,
+                          options=dict(file_spec, content=dict(type='str', required=True, no_log=True))),
             env_dir=dict(type='dict', required=True, options=file_spec),
             sitecustomize=dict(type='dict', options=dict(
                 path=dict(type='path', required=True), marker=dict(type='str', required=True),
-                block=dict(type='str', required=True), mode=dict(type='str'))),
+                block=dict(type='str', required=True, no_log=True), mode=dict(type='str'))),
             variables=dict(type='dict', default={}),
             python=dict(type='path'),
             pythonpath=dict(type='str', default=''),

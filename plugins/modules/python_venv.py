@@ -325,9 +325,12 @@ def main():
             index_url=dict(type='str', no_log=True),
         ),
         supports_check_mode=True,
+        # pip_args and requirements may hold an index URL with a password, which is known only after the arguments
+        # are read: the invocation is not written to the target's journal at all.
+        no_log=True,
     )
     # An index or proxy URL in pip_args may carry a password (https://user:TOKEN@host/...): Ansible masks it wherever
-    # the module's output or its logged arguments would show it.
+    # the module's output would show it.
     for arg in module.params['pip_args']:
         module.no_log_values.update(url_passwords(arg))
     for key in ('python', 'venv'):

@@ -230,6 +230,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.inferops.sglang.plugins.module_utils import _http, _router
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import url_passwords
 
 
 class RouterError(Exception):
@@ -422,7 +423,11 @@ def main():
             worker_api_key=dict(type='str', no_log=True),
         ),
         supports_check_mode=True,
+        # A URL may carry user:password@: the invocation is not written to the target's journal.
+        no_log=True,
     )
+    for name in ('router_url', 'url', 'drain_url'):
+        module.no_log_values.update(url_passwords(module.params[name]))
     if not module.params['interval'] > 0:   # NaN too
         module.fail_json(msg='interval must be positive, not %s' % module.params['interval'])
     try:

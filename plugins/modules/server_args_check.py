@@ -31,8 +31,11 @@ description:
   - When the parser rejects the command line the module fails, naming the offending flag and quoting the
     parser's message verbatim.
   - The values of secret flags (C(--api-key), C(--admin-api-key), C(--ssl-keyfile-password), an inline JSON
-    C(--watermark-config), any flag named with key, token, secret or password; the rule of the
-    P(inferops.sglang.secret_flags#filter) filter) are never echoed in messages or return values. The module does not log its
+    C(--watermark-config), any flag named with key, token, secret or password, any prefix of a secret flag
+    such as C(--api); the rule of the P(inferops.sglang.secret_flags#filter) filter), of every flag that the
+    installed SGLang's parser resolves to such a flag (argparse abbreviations, aliases; the values a C(--config)
+    file adds included), and the passwords of URLs (C(http://user:password@host)) are never echoed in messages
+    or return values. The module does not log its
     invocation to the target's syslog, because O(args) may hold such values.
   - Read-only; never reports a change.
 author:
@@ -247,14 +250,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.inferops.sglang.plugins.module_utils._secrets import (
-    ABBREVIATION_MIN,
-    NOT_SECRET_FLAGS,
-    SECRET_FLAG_WORDS,
-    SECRET_FLAGS,
-    SECRET_IF_INLINE_JSON,
-    secret_values,
-)
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import mask_values, secret_values
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import flag_from_parser_message
 from ansible_collections.inferops.sglang.plugins.module_utils._sglang_venvs import names_absent_from_texts, package_sources
 
@@ -262,9 +258,10 @@ PARSER_NAME = 'sglang.srt.server_args.ServerArgs.add_cli_args'
 RESULT_MARK = '@@INFEROPS_SERVER_ARGS_CHECK@@'
 
 # Runs in the target interpreter (any Python 3). Reads a JSON request on stdin, writes one
-# line "<RESULT_MARK><json>" on stdout; everything else the import prints goes to stderr.
-# It never prints the argument values it was given, except inside the parser's own message
-# (with secret values masked).
+# line "<RESULT_MARK><json>" on stdout (read by this module only); everything else the import prints goes to
+# stderr. It holds no secret rule: it reports what the parser resolves each --flag to ("dest"), and the command
+# line after --config merging ("argv"), and the module masks, with the collection's one rule (_secrets), every
+# secret value in what it returns.
 CHECK_PROGRAM = r'''
 import json, os, sys, time
 MARK = %(mark)r
@@ -315,55 +312,6 @@ except BaseException as exc:
     out["import_error"] = "%%s: %%s" %% (type(exc).__name__, exc)
     emit()
 
-secrets = tuple(req.get("secret_flags", ()))
-maybe_secrets = tuple(req.get("secret_if_inline_json", ()))
-not_secret = tuple(req.get("not_secret", ()))
-secret_words = frozenset(req.get("secret_words", ()))
-abbreviation_min = int(req.get("abbreviation_min", 5))
-
-
-# The rule of module_utils/_secrets.py (is_secret_flag, secret_values), copied: this program runs in
-# the SGLang interpreter, which cannot import the collection's module_utils, so the rule's data comes
-# in the request. The names differ from the originals on purpose: one name, one function.
-def _inline_json(value):
-    return value is None or value.lstrip().startswith("{")
-
-
-def _masked_flag(name, value, min_prefix=None):
-    if min_prefix is None:
-        min_prefix = abbreviation_min
-    name = name.lstrip("-").split("=", 1)[0].replace("_", "-").lower()
-    if not name:
-        return False
-    if name in secrets:
-        return True
-    if name in maybe_secrets:
-        return _inline_json(value)
-    if name in not_secret:
-        return False
-    if secret_words.intersection(name.split("-")):
-        return True
-    for s in secrets + maybe_secrets:
-        if (len(name) >= min_prefix and s.startswith(name)) or name.startswith(s):
-            return s not in maybe_secrets or _inline_json(value)
-    return False
-
-
-def _values_to_mask(tokens):
-    found = []
-    for i, tok in enumerate(tokens):
-        if not tok.startswith("--"):
-            continue
-        name, sep, value = tok.partition("=")
-        if sep:
-            if value and _masked_flag(name, value, 1):
-                found.append(value)
-        elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
-            if _masked_flag(name, tokens[i + 1]) and tokens[i + 1]:
-                found.append(tokens[i + 1])
-    return sorted(set(found), key=len, reverse=True)
-
-
 class _Rejected(Exception):
     pass
 
@@ -391,15 +339,6 @@ def _exit(status=0, message=None):
 
 
 argv = [str(a) for a in req.get("args", [])]
-masked = _values_to_mask(argv)
-
-
-def _mask(text):
-    if text is None:
-        return None
-    for value in masked:
-        text = text.replace(value, "********")
-    return text
 
 
 class _Capture(logging.Handler):
@@ -410,7 +349,7 @@ class _Capture(logging.Handler):
             text = str(record.msg)
         for code in ("\033[1;33m", "\033[0m", "\033[33m", "\033[1m"):
             text = text.replace(code, "")
-        out["parser_warnings"].append(_mask(text))
+        out["parser_warnings"].append(text)
 
 
 try:
@@ -422,7 +361,7 @@ try:
         try:
             from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
             argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
-            masked = _values_to_mask(argv)
+            out["argv"] = argv
         except (_Rejected, _Exited):
             raise
         except Exception as exc:
@@ -434,16 +373,18 @@ try:
         name = tok.split("=", 1)[0]
         if name in options:
             action = options[name]
-            out["resolved"].append({"token": name, "option": name, "options": list(action.option_strings)})
+            out["resolved"].append({"token": name, "option": name, "options": list(action.option_strings),
+                                    "dest": action.dest})
         elif parser.allow_abbrev:
             matches = [o for o in options if o.startswith(name)]
             option = matches[0] if len(matches) == 1 else None
             action = options[option] if option else None
             out["resolved"].append({"token": name, "option": option,
-                                    "options": list(action.option_strings) if action else matches})
+                                    "options": list(action.option_strings) if action else matches,
+                                    "dest": action.dest if action else None})
         else:
             action = None
-            out["resolved"].append({"token": name, "option": None, "options": []})
+            out["resolved"].append({"token": name, "option": None, "options": [], "dest": None})
         if action is not None and action.help and "deprecated" in str(action.help).lower():
             out["deprecated"][name] = str(action.help)
     handler = _Capture(level=logging.WARNING)
@@ -456,14 +397,14 @@ try:
     finally:
         root.removeHandler(handler)
     for w in caught:
-        out["parser_warnings"].append(_mask("%%s: %%s" %% (w.category.__name__, w.message)))
+        out["parser_warnings"].append("%%s: %%s" %% (w.category.__name__, w.message))
     out["valid"] = True
 except (_Rejected, _Exited) as exc:
     out["valid"] = False
-    out["message"] = _mask(str(exc))
+    out["message"] = str(exc)
 except Exception as exc:
     out["valid"] = False
-    out["message"] = _mask("%%s raised while parsing: %%s" %% (type(exc).__name__, exc))
+    out["message"] = "%%s raised while parsing: %%s" %% (type(exc).__name__, exc)
 emit()
 ''' % {'mark': RESULT_MARK}
 
@@ -511,8 +452,8 @@ def main():
         no_log=True,
     )
     args = [str(a) for a in module.params['args']]
-    for value in secret_values(args):
-        module.no_log_values.add(value)
+    hidden = secret_values(args)
+    module.no_log_values.update(hidden)
 
     python = module.params['python']
     result = _result_base()
@@ -528,11 +469,6 @@ def main():
         args=args,
         load_plugins=module.params['load_plugins'],
         timeout=module.params['timeout'],
-        secret_flags=list(SECRET_FLAGS),
-        secret_if_inline_json=list(SECRET_IF_INLINE_JSON),
-        not_secret=list(NOT_SECRET_FLAGS),
-        secret_words=sorted(SECRET_FLAG_WORDS),
-        abbreviation_min=ABBREVIATION_MIN,
     )
     environ = dict(LANG='C', LC_ALL='C', PYTHONUNBUFFERED='1')
     for key, value in (module.params['environment'] or {}).items():
@@ -565,6 +501,14 @@ def main():
         module.fail_json(msg='Cannot check the SGLang server arguments with %s: %s' % (python, why),
                          rc=rc, stderr_tail=tail, **result)
 
+    resolved = reply.get('resolved') or []
+    dests = dict((item.get('token'), item.get('dest')) for item in resolved if item.get('dest'))
+    merged = [str(a) for a in (reply.get('argv') or args)]
+    hidden = sorted(set(secret_values(args, resolve=dests.get) + secret_values(merged, resolve=dests.get)), key=len, reverse=True)
+    module.no_log_values.update(hidden)
+    reply['message'] = mask_values(reply.get('message'), hidden)
+    reply['parser_warnings'] = [mask_values(w, hidden) for w in (reply.get('parser_warnings') or [])]
+
     result['python_version'] = reply.get('python_version')
     result['sglang_version'] = reply.get('sglang_version')
     if reply.get('import_error'):
@@ -578,8 +522,7 @@ def main():
         module.params['env_names'], itertools.chain.from_iterable(package_sources(d) for d in dirs))
     result['valid'] = bool(reply.get('valid'))
     result['deprecated'] = reply.get('deprecated') or {}
-    result['parser_warnings'] = reply.get('parser_warnings') or []
-    resolved = reply.get('resolved') or []
+    result['parser_warnings'] = reply['parser_warnings']
     result['abbreviations'] = dict(
         (item['token'], item['option']) for item in resolved
         if item.get('option') and item['option'] != item['token'])

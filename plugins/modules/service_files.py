@@ -399,7 +399,7 @@ class Files(object):
 
 
 def main():
-    file_spec = dict(path=dict(type='path', required=True), content=dict(type='str'),
+    file_spec = dict(path=dict(type='path', required=True), content=dict(type='str', no_log=True),
                      state=dict(type='str', choices=['present', 'absent'], default='present'),
                      owner=dict(type='str'), group=dict(type='str'), mode=dict(type='str'),
                      backup=dict(type='bool', default=True), diff=dict(type='bool', default=True))
@@ -415,6 +415,11 @@ def main():
         ),
         supports_check_mode=True,
     )
+    # content is no_log, so that no file's text reaches the target's journal with the invocation; a file with
+    # diff=true is shown in --diff and in the result, so its text is not masked there.
+    for spec in module.params['files']:
+        if spec.get('diff', True) and spec.get('content'):
+            module.no_log_values.discard(spec['content'])
     Files(module).run()
 
 

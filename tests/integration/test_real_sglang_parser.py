@@ -194,6 +194,9 @@ def test_config_file_is_merged_like_sglang_does(real_version, tmp_path):
     ['--api-keyy=' + SECRET],
     ['--api-key', SECRET, '--bogus'],  # valid secret, another flag wrong
     ['--a=' + SECRET],                 # ambiguous abbreviation: argparse echoes the whole token
+    ['--api', SECRET, '--bogus'],      # argparse expands --api to --api-key
+    ['--ssl-k=' + SECRET],             # ambiguous: --ssl-keyfile or --ssl-keyfile-password
+    ['--otlp-traces-endpoint', 'http://u:%s@otel.example:4317' % SECRET, '--bogus'],
 ])
 def test_secret_values_never_echoed(real_version, secret_args):
     rc, result, output = run_check({'python': REAL_PYTHON, 'args': ['--model-path', '/m'] + secret_args})

@@ -14,6 +14,7 @@ a load generator sent keyed requests through the router) and idempotence:
 import json
 import os
 import re
+import shlex
 import subprocess
 
 import pytest
@@ -71,6 +72,28 @@ def server_pid(container):
 def environ(container):
     """The server's environment, read as its own user (root in a container lacks CAP_SYS_PTRACE to read it)."""
     return sh(container, "runuser -u sglang -- cat /proc/%d/environ | tr '\\0' '\\n'" % server_pid(container))
+
+
+def converge_started(container):
+    """Seconds since the epoch (int) of the first command deploy ran through sudo on container: the start of converge.
+
+    prepare connected as root without sudo, and its tasks logged their invocations to the journal before that, among
+    them the hand-started server's command line with the key (the field case the cutover replaces). sudo logs each
+    command to the journal (identifier sudo) and to /var/log/sudo.log; the journal is read first.
+    """
+    out = sh(container, "journalctl --no-pager -o json SYSLOG_IDENTIFIER=sudo 2>/dev/null || true", check=False)
+    for line in out.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        message = entry.get("MESSAGE")
+        if isinstance(message, str) and re.match(r"\s*deploy : .*USER=root", message):
+            return int(entry["__REALTIME_TIMESTAMP"]) // 1000000
+    log = sh(container, "cat /var/log/sudo.log")
+    first = re.search(r"^(\w{3} +\d+ \d\d:\d\d:\d\d) : deploy : ", log, re.MULTILINE)
+    assert first, log[:2000]
+    return int(sh(container, "date -d %s +%%s" % shlex.quote(first.group(1))).strip())
 
 
 def request(container, path, key=None):
@@ -209,6 +232,24 @@ class TestWhereTheKeysAre:
         assert out.strip() == "", out
         journal = sh(container, "runuser -u nobody -- journalctl --no-pager 2>&1 || true")
         assert not [s for s in SECRETS if s in journal]
+
+    @pytest.mark.parametrize("container", [ROUTER] + SERVERS)
+    def test_no_key_or_proxy_password_in_the_journal_since_converge(self, container):
+        """Read as root, every field (-o export: _CMDLINE too): a module that logs its invocation (its options that
+        are not no_log) or a process whose command line holds a key would put it there."""
+        journal = sh(container, "journalctl --no-pager -o export --since @%d" % converge_started(container),
+                     timeout=300)
+        assert journal.strip(), "no journal since converge"
+        assert not [s for s in SECRETS if s in journal]
+
+    @pytest.mark.parametrize("container", [ROUTER] + SERVERS)
+    def test_no_key_in_a_file_others_can_read(self, container):
+        # Mode o+r, whatever the directories around it: the unit, cuda.env, the record, the known-good store.
+        # grep exits 1 when it finds nothing.
+        out = sh(container, "find /etc/sglang /etc/systemd/system /etc/inferops-sglang /var/lib %s -xdev -type f "
+                            "-perm -o=r -print0 2>/dev/null | xargs -0 -r grep -lIF %s 2>/dev/null || true"
+                 % (RECORD, " ".join("-e " + shlex.quote(s) for s in SECRETS)), timeout=300)
+        assert out.strip() == "", out
 
     def test_the_key_is_where_sglang_and_the_router_read_it(self):
         assert API_KEY in sh(W1, "cat " + CONFIG)

@@ -66,6 +66,21 @@ def test_redact_env():
         FILTERS['redact_env'](['HF_TOKEN=x'])
 
 
+def test_secret_env_names():
+    env = {'HF_TOKEN': 'hf_x', 'HTTPS_PROXY': 'http://u:pw@proxy:3128', 'NCCL_PROTO': 'LL', 'http_proxy': 'http://p:3128'}
+    assert FILTERS['secret_env_names'](env) == ['HF_TOKEN', 'HTTPS_PROXY']
+    with pytest.raises(AnsibleFilterError, match='secret_env_names'):
+        FILTERS['secret_env_names'](['HF_TOKEN=x'])
+
+
+def test_masking_filters_hide_url_passwords_and_abbreviations():
+    args = {'model-path': '/models/m', 'api': 'KEY123', 'otlp-traces-endpoint': 'http://u:PASS@otel.example:4317'}
+    assert FILTERS['secret_flags'](args) == ['api', 'otlp-traces-endpoint']
+    shown = FILTERS['redact_args'](args)
+    assert shown == {'model-path': '/models/m', 'api': '********',
+                     'otlp-traces-endpoint': 'http://u:********@otel.example:4317'}
+
+
 # ---- gpus_needed ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize('args, gpus', [
@@ -159,3 +174,11 @@ def test_sglang_requirement_filter():
     got = FILTERS['sglang_requirement']('sglang==0.5.10', '/opt/sglang/venvs')
     assert got['venv'] == '/opt/sglang/venvs/0.5.10' and got['python'] == '/opt/sglang/venvs/0.5.10/bin/python3'
     assert FILTERS['sglang_requirement']('sglang>=0.5.10', '/opt/sglang/venvs')['problem']
+
+
+def test_redact_argv():
+    argv = ['--model-path', '/m', '--api', 'k1', '--otlp-traces-endpoint', 'http://u:p@otel:4317']
+    assert FILTERS['redact_argv'](argv) == ['--model-path', '/m', '--api', '********', '--otlp-traces-endpoint',
+                                            'http://u:********@otel:4317']
+    with pytest.raises(AnsibleFilterError, match='redact_argv'):
+        FILTERS['redact_argv']('--api-key x')

@@ -6,6 +6,8 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import json
+
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _known_good as kg
@@ -65,3 +67,11 @@ def test_history_to_prune_keeps_the_newest():
 
 def test_history_entry_name():
     assert kg.history_entry_name(1795836602.25) == '20261128T033002250000Z'
+
+
+def test_manifest_text_never_holds_a_secret_of_the_command():
+    command = ['/venv/bin/python3', '-m', 'sglang.launch_server', '--api', 'KEY123',
+               '--otlp-traces-endpoint', 'http://u:PASS@otel.example:4317']
+    text = kg.known_good_manifest_text({'command': command, 'unit': 'sglang.service'})
+    assert 'KEY123' not in text and 'PASS' not in text
+    assert json.loads(text)['command'][-1] == 'http://u:********@otel.example:4317'

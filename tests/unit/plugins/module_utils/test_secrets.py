@@ -8,20 +8,26 @@ server argument helpers (argv rendering, the argument check) and process discove
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import argparse
+
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import (
     MASK,
+    NOT_SECRET_FLAG_SOURCES,
     NOT_SECRET_FLAGS,
     SECRET_FLAGS,
     is_secret_env_name,
+    flag_name,
     is_secret_flag,
+    mask_values,
     redact_args,
     redact_argv,
     redact_env,
     redacted_flags,
     secret_flags,
     secret_values,
+    url_passwords,
 )
 
 
@@ -58,7 +64,8 @@ def test_is_secret_flag_knows(flag):
 @pytest.mark.parametrize('flag', [
     'max-total-tokens', 'tokenizer-path', 'tokenizer-mode', 'ssl-keyfile', 'skip-tokenizer-init', 'kv-cache-dtype',
     'speculative-token-map', 'speculative-num-draft-tokens', 'bucket-time-to-first-token', 'port', 'policy',
-    'model-path', 'api', '', '--',
+    'model-path', 'b', '', '--', 'tbo-token-distribution-threshold', 'kt-max-deferred-experts-per-token',
+    'prefill-delayer-token-usage-low-watermark', 'port', 'otlp-traces-endpoint',
 ])
 def test_is_secret_flag_leaves_alone(flag):
     assert is_secret_flag(flag) is False
@@ -78,13 +85,134 @@ def test_not_secret_flags_are_not_secret_flags():
     (['--ssl-keyfile', '/k.pem'], ['--ssl-keyfile', '/k.pem']),
     (['--watermark-config', '{"key":"w"}'], ['--watermark-config', MASK]),
     (['--watermark-config', '/w.json'], ['--watermark-config', '/w.json']),
-    (['--api', 'x'], ['--api', 'x']),  # too short to count as an abbreviation
+    (['--api', 'x'], ['--api', MASK]),  # argparse expands it to --api-key
+    (['--api=x'], ['--api=' + MASK]),
+    (['--admin-api', 'x'], ['--admin-api', MASK]),
+    (['--a', 'x'], ['--a', MASK]),
+    (['--ssl-keyfile-p', 'x'], ['--ssl-keyfile-p', MASK]),
+    (['--otlp-traces-endpoint', 'http://u:pw@otel.example:4317'],
+     ['--otlp-traces-endpoint', 'http://u:' + MASK + '@otel.example:4317']),
+    (['--otlp-traces-endpoint=http://u:pw@otel:4317'], ['--otlp-traces-endpoint=http://u:' + MASK + '@otel:4317']),
     (['--ap=x'], ['--ap=' + MASK]),  # argparse would echo it whole as ambiguous
     (['--a=x'], ['--a=' + MASK]),
     (['--b=x'], ['--b=x']),
 ])
 def test_redact_argv(tokens, expected):
     assert redact_argv(tokens) == expected
+
+
+@pytest.mark.parametrize('flag', [
+    '--api', '--api-k', '--api-ke', '--ap', '--a', '--admin-api', '--admin', '--admin-api-k', '--ssl-keyfile-p',
+    '--ssl-keyfile-', '--ssl', '--control-plane-api', '--oracle-pass', '--postgres', '--redis', '--api=K',
+    '--admin-api=K',
+])
+def test_every_prefix_of_a_secret_flag_is_secret(flag):
+    # argparse (allow_abbrev, SGLang's parser) expands a unique prefix of a long option to it.
+    assert is_secret_flag(flag) is True
+    assert secret_flags([flag, 'K']) == [flag_name(flag)]
+
+
+@pytest.mark.parametrize('flag', NOT_SECRET_FLAGS)
+def test_exact_flags_that_look_secret_are_not(flag):
+    # An exact option name wins over argparse's prefix matching: --ssl-keyfile is not --ssl-keyfile-password.
+    assert is_secret_flag(flag) is False
+    assert redact_argv(['--' + flag, '/p']) == ['--' + flag, '/p']
+
+
+def test_every_not_secret_flag_names_its_source():
+    assert all(source.strip() for _name, source in NOT_SECRET_FLAG_SOURCES)
+    assert len(set(NOT_SECRET_FLAGS)) == len(NOT_SECRET_FLAG_SOURCES)
+
+
+def test_secret_field_case_api_abbreviation():
+    # field case: ``api: KEY123`` in the server arguments and ``--api KEY123`` on an adopted server's argv.
+    assert secret_flags({'model-path': '/models/m', 'api': 'KEY123'}) == ['api']
+    assert redact_args({'model-path': '/models/m', 'api': 'KEY123'}) == {'model-path': '/models/m', 'api': MASK}
+    argv = ['--model-path', '/models/m', '--api', 'KEY123']
+    assert redacted_flags(argv) == ['--api']
+    assert 'KEY123' not in redact_argv(argv)
+    assert secret_values(argv) == ['KEY123']
+
+
+def sglang_like_parser():
+    """An argparse parser with SGLang 0.5.23's spelling of the flags that matter here, and one option whose
+    spelling the name rule cannot see but whose ``dest`` is the API key (as a later SGLang might add)."""
+    parser = argparse.ArgumentParser(prog='sglang serve')
+    parser.add_argument('--model-path', '--model')
+    parser.add_argument('--api-key')
+    parser.add_argument('--admin-api-key')
+    parser.add_argument('--ssl-keyfile')
+    parser.add_argument('--ssl-keyfile-password')
+    parser.add_argument('--ssl-certfile')
+    parser.add_argument('--served-model-name')
+    parser.add_argument('--serving-auth', dest='api_key')
+    return parser
+
+
+def argparse_resolver(parser):
+    """``'--api'`` -> the dest that PARSER resolves it to (argparse's own matching: an exact name wins, then a
+    unique prefix), or None."""
+    def resolve(token):
+        if token in parser._option_string_actions:
+            return parser._option_string_actions[token].dest
+        matches = [o for o in parser._option_string_actions if o.startswith(token)]
+        return parser._option_string_actions[matches[0]].dest if len(matches) == 1 else None
+    return resolve
+
+
+@pytest.mark.parametrize('argv, value, flag', [
+    (['--api', 'K1'], 'K1', '--api'),
+    (['--api=K1'], 'K1', '--api'),
+    (['--admin-api', 'K1'], 'K1', '--admin-api'),
+    (['--ssl-keyfile-p', 'K1'], 'K1', '--ssl-keyfile-p'),
+    (['--serving-auth', 'K1'], 'K1', '--serving-auth'),
+    (['--serving-a=K1'], 'K1', '--serving-a'),
+])
+def test_parser_resolution_hides_what_the_parser_takes_for_a_secret(argv, value, flag):
+    parser = sglang_like_parser()
+    resolve = argparse_resolver(parser)
+    assert parser.parse_args(['--model-path', '/m'] + argv).api_key in (value, None)
+    assert value not in redact_argv(argv, resolve=resolve)
+    assert redacted_flags(argv, resolve=resolve) == [flag]
+    assert secret_values(argv, resolve=resolve) == [value]
+
+
+@pytest.mark.parametrize('argv', [
+    ['--ssl-keyfile', '/k.pem'],
+    ['--ssl-certfile', '/c.pem'],
+    ['--served-model-name', 'm'],
+    ['--serv', 'x'],  # ambiguous for the parser: resolves to nothing
+])
+def test_parser_resolution_leaves_other_flags_alone(argv):
+    resolve = argparse_resolver(sglang_like_parser())
+    assert redact_argv(argv, resolve=resolve) == argv
+    assert secret_values(argv, resolve=resolve) == []
+
+
+def test_url_passwords_in_values():
+    assert url_passwords('http://u:PASS@otel.example:4317') == ['PASS']
+    assert url_passwords('http://:PASS@otel.example:4317') == ['PASS']
+    assert url_passwords('http://u@otel.example:4317') == []
+    assert url_passwords(['a', {'k': 'redis://x:y@r:6379'}]) == ['y']
+    assert url_passwords(None) == [] and url_passwords(8192) == []
+    assert url_passwords('http://u:p@ss@h/x') == ['p@ss']
+
+
+def test_url_credentials_in_argument_values():
+    args = {'otlp-traces-endpoint': 'http://u:PASS@otel.example:4317', 'port': 30000,
+            'encoder-urls': ['http://a:B@e1:1', 'http://e2:2'], 'api-key': 'K'}
+    assert secret_flags(args) == ['api-key', 'encoder-urls', 'otlp-traces-endpoint']
+    assert redact_args(args) == {'otlp-traces-endpoint': 'http://u:' + MASK + '@otel.example:4317', 'port': 30000,
+                                 'encoder-urls': ['http://a:' + MASK + '@e1:1', 'http://e2:2'], 'api-key': MASK}
+    argv = ['--otlp-traces-endpoint', 'http://u:PASS@otel.example:4317', '--port', '30000']
+    assert redacted_flags(argv) == ['--otlp-traces-endpoint']
+    assert secret_values(argv) == ['PASS']
+    assert secret_flags(argv) == ['otlp-traces-endpoint']
+
+
+def test_mask_values():
+    assert mask_values('bad value K123 and http://u:PW@h', ['K1', 'K123']) == 'bad value ' + MASK + ' and http://u:' + MASK + '@h'
+    assert mask_values(None, ['x']) is None
 
 
 def test_secret_values():

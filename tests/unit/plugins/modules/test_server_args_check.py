@@ -43,6 +43,13 @@ STUB_SERVER_ARGS = textwrap.dedent('''
             setattr(namespace, self.dest, True)
 
 
+    class _LoggedValue(argparse.Action):
+        # Logs the value it is given, as a careless plugin or a later SGLang might.
+        def __call__(self, parser, namespace, values, option_string=None):
+            logger.warning("%s set to %s" % (self.dest, values))
+            setattr(namespace, self.dest, values)
+
+
     class ServerArgs:
         @staticmethod
         def add_cli_args(parser):
@@ -54,8 +61,12 @@ STUB_SERVER_ARGS = textwrap.dedent('''
             parser.add_argument("--cuda-graph-max-bs-prefill", type=int)
             parser.add_argument("--attention-backend", choices=["triton", "flashinfer"])
             parser.add_argument("--mem-fraction-static", type=float)
-            parser.add_argument("--api-key")
+            parser.add_argument("--api-key", action=_LoggedValue)
+            parser.add_argument("--admin-api-key", action=_LoggedValue)
             parser.add_argument("--ssl-keyfile")
+            parser.add_argument("--ssl-keyfile-password", action=_LoggedValue)
+            parser.add_argument("--serving-auth", dest="api_key", action=_LoggedValue)
+            parser.add_argument("--otlp-traces-endpoint")
             parser.add_argument("--old-flag", action=_DeprecatedStoreTrue,
                                 help="(Deprecated: use --new-flag) Old behaviour.")
             parser.add_argument("--config", type=str)
@@ -280,7 +291,8 @@ def test_args_go_on_stdin_not_on_the_command_line(monkeypatch, stub_sglang):
     assert '/very/long/path' not in ' '.join(command)
     request = json.loads(kwargs['data'])
     assert request['args'] == ['--model-path', '/very/long/path']
-    assert 'api-key' in request['secret_flags']
+    # The check program gets no copy of the secret rule: the module masks with module_utils/_secrets.
+    assert set(request) == {'args', 'load_plugins', 'timeout'}
     assert kwargs['environ_update']['SGLANG_X'] == '1'
     assert kwargs['environ_update']['LC_ALL'] == 'C'
     assert kwargs['environ_update']['CUDA_VISIBLE_DEVICES'] == ''
@@ -349,3 +361,47 @@ def test_env_names_the_installed_sglang_never_mentions(stub_sglang):
 def test_env_names_unread_is_null_when_not_checked(empty_path):
     result = run_module(params_for(empty_path, GOOD, fallback='skip', env_names=['SGLANG_X']), ExitJson)
     assert result['checked'] is False and result['env_names_unread'] is None
+
+
+@pytest.mark.parametrize('secret_args, flag', [
+    (['--api', 'hunter2secret'], '--api'),
+    (['--api=hunter2secret'], '--api'),
+    (['--admin-api', 'hunter2secret'], '--admin-api'),
+    (['--ssl-keyfile-p', 'hunter2secret'], '--ssl-keyfile-p'),
+    # an alias that only the parser knows holds the API key (dest api_key)
+    (['--serving-auth', 'hunter2secret'], '--serving-auth'),
+    (['--serving-a', 'hunter2secret'], '--serving-a'),
+])
+def test_what_the_parser_resolves_to_a_secret_is_masked(stub_sglang, monkeypatch, secret_args, flag):
+    seen = {}
+
+    def exit_json(self, **kwargs):
+        seen['no_log_values'] = set(self.no_log_values)
+        raise ExitJson(kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    result = run_module(params_for(stub_sglang, ['--model-path', '/m'] + secret_args), ExitJson)
+    assert result['valid'] is True
+    assert 'hunter2secret' in seen['no_log_values']
+    assert 'hunter2secret' not in json.dumps(result)
+    assert any(w.endswith('set to ********') for w in result['parser_warnings'])
+
+
+def test_ssl_keyfile_is_not_a_secret_for_the_check(stub_sglang, monkeypatch):
+    seen = {}
+
+    def exit_json(self, **kwargs):
+        seen['no_log_values'] = set(self.no_log_values)
+        raise ExitJson(kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    run_module(params_for(stub_sglang, ['--model-path', '/m', '--ssl-keyfile', '/k.pem']), ExitJson)
+    assert '/k.pem' not in seen['no_log_values']
+
+
+def test_url_passwords_are_not_echoed(stub_sglang):
+    args = ['--model-path', '/m', '--otlp-traces-endpoint', 'http://u:hunter2secret@otel.example:4317', '--bogus',
+            'http://u:hunter2secret@otel.example:4317']
+    result = run_module(params_for(stub_sglang, args), FailJson)
+    assert 'hunter2secret' not in json.dumps(result)
+    assert 'http://u:********@otel.example:4317' in result['message']
