@@ -157,9 +157,10 @@ def test_discover_c01_orphaned_dp_schedulers(proc):
 
 
 def test_discover_orphans_of_two_servers_form_two_groups(proc):
-    proc.add(402, ['sglang::scheduler_DP0'], ppid=1, pgid=400)
+    # 403 holds no GPU: it has the interpreter of 402, an orphan of its group with evidence.
+    proc.add(402, ['sglang::scheduler_DP0'], ppid=1, pgid=400, fds=['/dev/nvidia0'])
     proc.add(403, ['sglang::scheduler_DP1'], ppid=1, pgid=400)
-    proc.add(502, ['sglang::scheduler_DP0'], ppid=1, pgid=500)
+    proc.add(502, ['sglang::scheduler_DP0'], ppid=1, pgid=500, fds=['/dev/nvidia1'])
     found = run(proc)
     assert [(s['main_pid'], s['pids']) for s in found.servers] == [(402, [402, 403]), (502, [502])]
 
@@ -177,7 +178,10 @@ def test_discover_orphans_attach_to_live_server(proc, relation):
     found = run(proc)
     servers = by_main(found)
     expected_owner = {'gpu': 150, 'pgid': 100, 'cgroup': 100, 'none': None, 'ambiguous_gpu': None}[relation]
-    if expected_owner is None:
+    if relation == 'none':   # no GPU, no port, no live former tree: a title proves nothing
+        assert sorted(servers) == [100, 150]
+        assert 'without evidence' in ignored_pids(found)[450] and 'without evidence' in ignored_pids(found)[451]
+    elif expected_owner is None:
         assert sorted(servers) == [100, 150, 450]
         assert servers[450]['orphaned'] and servers[450]['pids'] == [450, 451]
     else:
@@ -204,7 +208,7 @@ def test_discover_titled_child_of_live_client_is_left_alone(proc):
 def test_discover_orphan_under_subreaper(proc):
     # Re-parented to a subreaper (systemd --user, pid 700, its own process group): still an orphan.
     proc.add(700, ['/lib/systemd/systemd', '--user'], ppid=1, pgid=700)
-    proc.add(702, ['sglang::scheduler_DP0'], ppid=700, pgid=400)
+    proc.add(702, ['sglang::scheduler_DP0'], ppid=700, pgid=400, fds=['/dev/nvidia0'])
     found = run(proc)
     assert [(s['main_pid'], s['orphaned']) for s in found.servers] == [(702, True)]
 
@@ -309,7 +313,7 @@ def test_discover_never_own_tree(proc):
 def test_discover_port_filter(proc):
     add_reference_server(proc, main=100, port=30000)
     add_reference_server(proc, main=150, port=30001, gpus=(2, 3))
-    proc.add(402, ['sglang::scheduler_DP0'], ppid=1, pgid=400)
+    proc.add(402, ['sglang::scheduler_DP0'], ppid=1, pgid=400, fds=['/dev/nvidia5'])
     found = run(proc, port=30001)
     assert sorted(by_main(found)) == [150, 402]
     assert 'port 30000, not on port 30001' in ignored_pids(found)[100]

@@ -210,7 +210,7 @@ def test_absent_orphans_that_keep_coming_fail(proc, monkeypatch):
 
     def another_orphan():
         counter[0] += 1
-        proc.add(counter[0], ['sglang::scheduler_TP1'], ppid=1, pgid=100)
+        proc.add(counter[0], ['sglang::scheduler_TP1'], ppid=1, pgid=100, fds=['/dev/nvidia1'])
     monkeypatch.setattr(module, 'stop_targets', fake_stop(proc, restart=another_orphan))
     with pytest.raises(module.ModuleFailure) as failure:
         absent(proc, {})
