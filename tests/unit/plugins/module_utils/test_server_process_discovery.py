@@ -504,3 +504,112 @@ def test_c15_c24_program_of_another_user_judged_by_its_supervisords_configuratio
     assert server['managed'] is managed and server['env_readable'] is False
     if managed:
         assert server['managed_by'] == {'manager': 'supervisord', 'supervisord_pid': 50, 'program': '', 'unit': None}
+
+
+# ------------------------------------------------------------------------------------------------
+# Proof of identity: /proc/PID/exe, evidence for orphans, other containers (field cases)
+# ------------------------------------------------------------------------------------------------
+
+DOCKER_ID = '4f1c0e7b9a2d4b6e8f0a1c3e5d7b9f1a2c4e6d8b0a1f3e5c7d9b1a3c5e7f9d1b'
+
+
+def test_non_python_process_with_an_sglang_title_is_not_a_stray(proc):
+    # exec -a sglang::scheduler_TP0 sleep 1000 - even holding a GPU device
+    proc.add(300, ['sglang::scheduler_TP0', '1000'], comm='sleep', exe='/usr/bin/sleep', fds=['/dev/nvidia0'])
+    found = run(proc)
+    assert found.servers == [] and found.unproven == []
+    assert ignored_pids(found)[300].startswith('not a Python process (its executable is /usr/bin/sleep)')
+
+
+def test_shell_with_a_python_argv0_is_not_a_server(proc):
+    # exec -a /usr/bin/python3 bash -m sglang.launch_server --port 31000 (bash runs a script of that name)
+    proc.add(310, ['/usr/bin/python3', '-m', 'sglang.launch_server', '--port', '31000'], comm='bash',
+             exe='/usr/bin/bash')
+    proc.add(311, ['sleep', '1000'], ppid=310, pgid=310, exe='/usr/bin/sleep')
+    found = run(proc, port=31000)
+    assert found.servers == []
+    assert 'not a Python process' in ignored_pids(found)[310]
+
+
+def test_unreadable_executable_is_unproven_and_never_stopped(proc):
+    add_reference_server(proc, main=100)
+    proc.add(320, LAUNCH[:-1] + ['30001'], uid=1000, exe_denied=True)
+    proc.add(322, ['sglang::scheduler_TP0'], ppid=1, pgid=400, exe_denied=True, fds=['/dev/nvidia4'])
+    found = run(proc)
+    assert [s['main_pid'] for s in found.servers] == [100]
+    unproven = dict((u['pid'], u['reason']) for u in found.unproven)
+    assert sorted(unproven) == [320, 322]
+    assert 'EACCES' in unproven[320] and 'CAP_SYS_PTRACE' in unproven[320]
+    assert 320 not in ignored_pids(found) and 320 not in found.identity
+
+
+@pytest.mark.parametrize('how', ['pid_namespace', 'docker_cgroup', 'docker_unit_inside'])
+def test_process_of_another_container_is_foreign(proc, how):
+    # Another container runs python3 -m sglang.launch_server --port 31000 --tp 2 (maybe as sglang.service inside).
+    cgroup = {'pid_namespace': '0::/\n',
+              'docker_cgroup': '0::/system.slice/docker-%s.scope\n' % DOCKER_ID,
+              'docker_unit_inside': '0::/docker/%s/system.slice/sglang.service\n' % DOCKER_ID}[how]
+    pidns = 'pid:[4026532401]' if how == 'pid_namespace' else fakes.HOST_PIDNS
+    argv = [PY, '-m', 'sglang.launch_server', '--port', '31000', '--tp', '2']
+    proc.add(700, argv, cgroup=cgroup, pidns=pidns, ppid=650)
+    proc.add(650, ['/usr/bin/containerd-shim-runc-v2', '-id', DOCKER_ID], exe='/usr/bin/containerd-shim-runc-v2')
+    for rank in (0, 1):
+        proc.add(701 + rank, ['sglang::scheduler_TP%d' % rank], ppid=700, pgid=700, cgroup=cgroup, pidns=pidns,
+                 fds=['/dev/nvidiactl', '/dev/nvidia%d' % (2 + rank)])
+    add_reference_server(proc, main=100)
+    found = run(proc, include_gpu_holders=True)
+    assert [s['main_pid'] for s in found.servers] == [100]
+    assert found.managed == [] and [s['main_pid'] for s in found.strays] == [100]
+    assert len(found.foreign) == 1
+    foreign = found.foreign[0]
+    assert (foreign['pid'], foreign['pids'], foreign['port']) == (700, [700, 701, 702], 31000)
+    assert foreign['gpus'] == ['/dev/nvidia2', '/dev/nvidia3']
+    if how == 'pid_namespace':
+        assert foreign['reason'].startswith('another PID namespace') and foreign['container_id'] is None
+    else:
+        assert (foreign['runtime'], foreign['container_id']) == ('docker', DOCKER_ID)
+    assert not set(foreign['pids']) & set(found.identity)
+    assert not set(h['pid'] for h in found.gpu_holders_unrelated) & set(found.identity)
+    targets = stop.plan_targets(found.strays, found.identity)
+    assert not set(t.pid for t in targets) & {700, 701, 702}
+
+
+def test_foreign_holds_port_only_in_this_network_namespace(proc):
+    # A container with the host's network: its server's listening socket is in this /proc/net/tcp (port 30000).
+    proc.add(700, [PY, '-m', 'sglang.launch_server', '--port', '30000'], pidns='pid:[4026532401]',
+             fds=['socket:[111]'])
+    proc.add(710, [PY, '-m', 'sglang.launch_server', '--port', '30001'], pidns='pid:[4026532402]',
+             fds=['socket:[999]'])
+    (proc.root / 'net' / 'tcp').write_text(NET_TCP)
+    found = run(proc)
+    holds = dict((f['pid'], f['holds_port']) for f in found.foreign)
+    assert holds == {700: True, 710: False}
+
+
+def test_server_in_our_own_container_is_not_foreign(proc):
+    # The module runs in container X (with its own systemd); the server runs in X's sglang.service: managed.
+    own = '0::/docker/%s/system.slice/ssh.service\n' % DOCKER_ID
+    (proc.root / str(SELF) / 'cgroup').write_text(own)
+    add_reference_server(proc, main=100, cgroup='0::/docker/%s/system.slice/sglang.service\n' % DOCKER_ID)
+    found = run(proc)
+    assert found.foreign == [] and [s['main_pid'] for s in found.managed] == [100]
+
+
+def test_orphaned_scheduler_with_python_and_a_gpu_is_a_stray(proc):
+    proc.add(402, ['sglang::scheduler_TP0'], ppid=1, pgid=400, fds=['/dev/nvidia0'])
+    found = run(proc)
+    assert [(s['main_pid'], s['orphaned']) for s in found.strays] == [(402, True)]
+
+
+def test_orphaned_scheduler_with_python_and_no_evidence_is_left_alone(proc):
+    proc.add(402, ['sglang::scheduler_TP0'], ppid=1, pgid=400)
+    found = run(proc)
+    assert found.servers == [] and found.identity == {}
+    assert 'without evidence' in ignored_pids(found)[402]
+
+
+def test_orphaned_scheduler_holding_the_port_is_a_stray(proc):
+    (proc.root / 'net' / 'tcp').write_text(NET_TCP)
+    proc.add(402, ['sglang::scheduler_TP0'], ppid=1, pgid=400, fds=['socket:[111]'])
+    found = run(proc, port=30000, include_gpu_holders=False)
+    assert [s['main_pid'] for s in found.strays] == [402]
