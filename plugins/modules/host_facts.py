@@ -38,7 +38,7 @@ description:
     (exact argv, interpreter, environment with secret-looking values masked, cwd, user, port, tp/dp,
     cgroup), split into C(servers) and C(strays) (managed neither by O(unit) nor by the collection's supervisord);
     only Python processes count (their C(/proc/PID/exe)). SGLang processes of other containers (another PID
-    namespace, or another container's cgroup) are C(foreign): listed apart, with their container, port and GPUs.
+    namespace, or another container's cgroup) are C(foreign) - listed apart, with their container, port and GPUs.
   - Whether the B(endpoint) O(host):O(port) accepts TCP connections and what C(GET /health) answers.
   - No GPU, no C(nvidia-smi), or an C(nvidia-smi) that fails (for example C(NVIDIA-SMI has failed
     because it couldn't communicate with the NVIDIA driver)) is a normal result, not a failure; the GPU

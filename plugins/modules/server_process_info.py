@@ -39,7 +39,7 @@ description:
   - B(Foreign) - a process in another PID namespace than this module's (C(/proc/<pid>/ns/pid)), or whose cgroup
     names another container than this module's own (docker C(/docker/<id>) or C(docker-<id>.scope), containerd
     C(cri-containerd-<id>.scope), CRI-O C(crio-<id>.scope), podman C(libpod-<id>), kubelet C(/kubepods...)), is
-    never a stray and never managed, whatever runs in it (even a unit named O(unit) inside that container): each
+    never a stray and never managed, whatever runs in it (even a unit named O(unit) inside that container) - each
     SGLang server (or orphaned worker) of another container is listed in RV(foreign) with its container, its
     port and the GPUs it holds, and nothing stops it. Its GPU-holding processes never join a server of this host.
   - B(Members) of a server are the main process and all its descendants whatever their titles
