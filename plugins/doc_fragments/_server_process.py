@@ -50,7 +50,8 @@ options:
         RV(gpu_holders_unrelated) and never stopped.
       - Descendants of a stray server belong to it either way, and the devices its processes hold are
         reported either way.
-      - The open files of orphaned SGLang workers and of other containers' SGLang processes are read either way - a GPU device open is the evidence an orphan needs beyond its title.
+      - The open files of orphaned SGLang workers and of other containers' SGLang processes are read either way -
+        a GPU device open is the evidence an orphan needs beyond its title.
       - Both modules have the same default, so that both report the same strays.
     type: bool
     default: true

@@ -21,6 +21,7 @@ An orphaned worker (re-parented to PID 1 or a subreaper; SGLang retitles its wor
 evidence beyond its title and its interpreter: a GPU device open, or a socket listening on the server's port, or
 the same interpreter as its former tree (the live server it joins, or an orphan of its group with evidence).
 
+Also here: which interpreter a server runs (:func:`resolve_executable`, what a unit must run again).
 The functions take what was read from /proc (:class:`discovery.Snapshot`); they never read files themselves.
 """
 
@@ -149,7 +150,7 @@ class ForeignFinder(object):
 
     def __init__(self, snap, self_pid):
         self.snap = snap
-        self.own_ns = snap.source.pid_namespace(self_pid) if hasattr(snap.source, 'pid_namespace') else None
+        self.own_ns = snap.source.pid_namespace(self_pid)
         self.own_container = container_of(snap.cgroup(self_pid)) if self_pid in snap.stat else None
         self._found = {}
 

@@ -31,31 +31,6 @@ by_main = fakes.by_main
 ignored_pids = fakes.ignored_pids
 
 
-@pytest.mark.parametrize('argv0, path_env, cwd, exe, venv, executables, expected', [
-    ('/root/ml-env/bin/python3', None, '/', '/usr/bin/python3.12', None, set(), '/root/ml-env/bin/python3'),
-    ('python3', '/root/ml-env/bin:/usr/bin', '/', '/usr/bin/python3.12', None,
-     {'/root/ml-env/bin/python3', '/usr/bin/python3'}, '/root/ml-env/bin/python3'),
-    ('python3', 'relative/bin::/usr/bin', '/', '/usr/bin/python3.12', None, {'/usr/bin/python3'}, '/usr/bin/python3'),
-    ('./venv/bin/python', None, '/srv', '/usr/bin/python3.12', None, set(), '/srv/venv/bin/python'),
-    ('python3', '/nowhere', '/', '/usr/bin/python3.12', None, set(), '/usr/bin/python3.12'),
-    ('sglang::scheduler_TP0', '/usr/bin', '/', '/usr/bin/python3.12', None, {'/usr/bin/sglang::scheduler_TP0'},
-     '/usr/bin/python3.12'),
-    (None, None, None, None, None, set(), None),
-])
-def test_resolve_executable(argv0, path_env, cwd, exe, venv, executables, expected):
-    assert discovery.resolve_executable(argv0, path_env, cwd, exe, venv, is_executable=executables.__contains__) == expected
-
-
-def test_resolve_executable_prefers_venv_python_for_retitled(tmp_path):
-    real = tmp_path / 'python3.11'
-    real.write_text('')
-    real.chmod(0o755)
-    (tmp_path / 'venv' / 'bin').mkdir(parents=True)
-    os.symlink(str(real), str(tmp_path / 'venv' / 'bin' / 'python3'))
-    got = discovery.resolve_executable('sglang::scheduler_TP0', '/usr/bin', '/', str(real), str(tmp_path / 'venv'))
-    assert got == str(tmp_path / 'venv' / 'bin' / 'python3')
-
-
 def test_discover_reference_server(proc):
     pids = add_reference_server(proc)
     proc.add(110, SPAWN, ppid=100, pgid=100)   # a spawn child not retitled yet

@@ -8,6 +8,8 @@ test_server_process_discovery.py on fake /proc trees)."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import os
+
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _cgroup
@@ -81,3 +83,28 @@ def test_prove_orphans(roots, former, proven):
     assert set(got) == proven
     assert set(unproven) == set(roots) - proven
     assert all('without evidence' in reason for reason in unproven.values())
+
+
+@pytest.mark.parametrize('argv0, path_env, cwd, exe, venv, executables, expected', [
+    ('/root/ml-env/bin/python3', None, '/', '/usr/bin/python3.12', None, set(), '/root/ml-env/bin/python3'),
+    ('python3', '/root/ml-env/bin:/usr/bin', '/', '/usr/bin/python3.12', None,
+     {'/root/ml-env/bin/python3', '/usr/bin/python3'}, '/root/ml-env/bin/python3'),
+    ('python3', 'relative/bin::/usr/bin', '/', '/usr/bin/python3.12', None, {'/usr/bin/python3'}, '/usr/bin/python3'),
+    ('./venv/bin/python', None, '/srv', '/usr/bin/python3.12', None, set(), '/srv/venv/bin/python'),
+    ('python3', '/nowhere', '/', '/usr/bin/python3.12', None, set(), '/usr/bin/python3.12'),
+    ('sglang::scheduler_TP0', '/usr/bin', '/', '/usr/bin/python3.12', None, {'/usr/bin/sglang::scheduler_TP0'},
+     '/usr/bin/python3.12'),
+    (None, None, None, None, None, set(), None),
+])
+def test_resolve_executable(argv0, path_env, cwd, exe, venv, executables, expected):
+    assert identity.resolve_executable(argv0, path_env, cwd, exe, venv, is_executable=executables.__contains__) == expected
+
+
+def test_resolve_executable_prefers_venv_python_for_retitled(tmp_path):
+    real = tmp_path / 'python3.11'
+    real.write_text('')
+    real.chmod(0o755)
+    (tmp_path / 'venv' / 'bin').mkdir(parents=True)
+    os.symlink(str(real), str(tmp_path / 'venv' / 'bin' / 'python3'))
+    got = identity.resolve_executable('sglang::scheduler_TP0', '/usr/bin', '/', str(real), str(tmp_path / 'venv'))
+    assert got == str(tmp_path / 'venv' / 'bin' / 'python3')
