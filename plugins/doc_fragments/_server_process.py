@@ -31,6 +31,8 @@ options:
       - A server run by the collection's supervisord (where PID 1 is not systemd) is managed whatever this
         option says; how it is recognised is in the description of M(inferops.sglang.server_process_info).
       - A name without a unit type suffix gets C(.service).
+      - Only processes of this module's own container count - a unit of that name inside another container (its
+        own PID namespace, or another container's cgroup) makes its processes foreign, not managed.
     type: str
     default: sglang.service
   exclude_pids:
@@ -48,6 +50,8 @@ options:
         RV(gpu_holders_unrelated) and never stopped.
       - Descendants of a stray server belong to it either way, and the devices its processes hold are
         reported either way.
+      - The open files of orphaned SGLang workers and of other containers' SGLang processes are read either way -
+        a GPU device open is the evidence an orphan needs beyond its title.
       - Both modules have the same default, so that both report the same strays.
     type: bool
     default: true
@@ -57,6 +61,8 @@ options:
         matches C(/), so the default covers C(/dev/nvidia-caps/*) too.
       - Only files whose name is C(nvidia<N>), C(renderD<N>) or C(card<N>) identify one GPU (used to attach
         orphans to the server on the same GPU); C(/dev/nvidiactl) and C(/dev/nvidia-uvm) do not.
+      - Any matching file open is evidence that an orphaned C(sglang::) worker with a Python interpreter is
+        SGLang's (a title alone is not).
     type: str
     default: /dev/nvidia*
 '''

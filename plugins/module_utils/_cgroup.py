@@ -88,3 +88,62 @@ def is_specific_cgroup(path):
         return False
     leaf = path.rstrip('/').rsplit('/', 1)[-1]
     return not _GENERIC_CGROUP_LEAF_RE.match(leaf)
+
+
+# Container cgroups, as the runtimes name them (a component of the cgroup path; inside a private cgroup namespace
+# another container's path is relative, ``/../../docker-<id>.scope``, and still holds the component):
+# docker (cgroupfs driver ``/docker/<id>``, systemd driver ``docker-<id>.scope``), containerd under kubelet
+# (``cri-containerd-<id>.scope``), CRI-O (``crio-<id>.scope``), podman (``libpod-<id>.scope``, cgroupfs
+# ``/libpod_parent/libpod-<id>``; ``libpod-conmon-<id>.scope`` is podman's monitor, outside the container) and
+# kubelet's pods (``/kubepods/<qos>/pod<uid>/<id>``, ``kubepods-<qos>-pod<uid>.slice``).
+_CONTAINER_SCOPE_RE = re.compile(r'^(docker|cri-containerd|crio|libpod)-([0-9a-f]{12,64})(?:\.scope)?$')
+_CONTAINER_RUNTIMES = {'docker': 'docker', 'cri-containerd': 'containerd', 'crio': 'cri-o', 'libpod': 'podman'}
+_HEX_ID_RE = re.compile(r'^[0-9a-f]{64}$')
+_POD_RE = re.compile(r'(?:^|-)pod([0-9a-f_-]{16,})(?:\.slice)?$')
+
+
+def container_of(entries):
+    """The container a process with these /proc/<pid>/cgroup entries runs in, or None (no container seen).
+
+    :param entries: the parsed entries (:func:`parse_cgroup`) or the text of the file.
+    :returns: ``{'runtime': 'docker'|'containerd'|'cri-o'|'podman'|'kubernetes', 'id': full hex id or None,
+        'pod': kubelet pod uid or None}``. Every hierarchy is read (cgroup v1 has one line per controller); the
+        deepest container component of a path wins (a container inside a pod names its runtime).
+    """
+    if not isinstance(entries, list):
+        entries = parse_cgroup(entries)
+    for dummy_hier, dummy_controllers, path in entries:
+        found = None
+        pod = None
+        parts = [part for part in (path or '').split('/') if part]
+        for index, part in enumerate(parts):
+            if part.startswith('kubepods'):
+                found = found or {'runtime': 'kubernetes', 'id': None, 'pod': None}
+                match = _POD_RE.search(part)
+                if match:
+                    pod = match.group(1).replace('_', '-')
+                continue
+            match = _CONTAINER_SCOPE_RE.match(part)
+            if match and not part.startswith('libpod-conmon-'):
+                found = {'runtime': _CONTAINER_RUNTIMES[match.group(1)], 'id': match.group(2), 'pod': None}
+            elif part in ('docker', 'libpod_parent') and index + 1 < len(parts):
+                child = parts[index + 1]
+                child = child[len('libpod-'):] if child.startswith('libpod-') else child
+                if _HEX_ID_RE.match(child):
+                    found = {'runtime': 'docker' if part == 'docker' else 'podman', 'id': child, 'pod': None}
+            elif found is not None and found['runtime'] == 'kubernetes' and _HEX_ID_RE.match(part):
+                found = dict(found, id=part)
+            elif found is not None and _POD_RE.match(part):
+                pod = _POD_RE.match(part).group(1).replace('_', '-')
+        if found is not None:
+            if pod is not None:
+                found = dict(found, pod=pod)
+            return found
+    return None
+
+
+def same_container(first, second):
+    """Whether two results of :func:`container_of` name the same container (None: no container, the host's)."""
+    if first is None or second is None:
+        return first is None and second is None
+    return (first['runtime'], first['id'], first['pod']) == (second['runtime'], second['id'], second['pod'])

@@ -17,6 +17,7 @@ processes that vanish while they read: a gone process reads as None or is skippe
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import errno
 import fnmatch
 import os
 import pwd
@@ -359,10 +360,25 @@ class ProcFS(object):
         return self._readlink(pid, 'cwd')
 
     def exe(self, pid):
-        target = self._readlink(pid, 'exe')
-        if target and target.endswith(' (deleted)'):
+        return self.exe_link(pid)[0]
+
+    def exe_link(self, pid):
+        """(target, error) of /proc/<pid>/exe: the interpreter's real file (symlinks resolved by the kernel, a
+        ' (deleted)' suffix removed) and None, or None and why it cannot be read - ``'EACCES'`` where the kernel
+        refuses (root without CAP_SYS_PTRACE reading another user's process, Yama), ``'ENOENT'`` for a gone
+        process or a kernel thread, else the errno name."""
+        try:
+            target = os.readlink(self._path(pid, 'exe'))
+        except OSError as exc:
+            return None, errno.errorcode.get(exc.errno, str(exc.errno))
+        if target.endswith(' (deleted)'):
             target = target[:-len(' (deleted)')]
-        return target
+        return target, None
+
+    def pid_namespace(self, pid):
+        """The target of /proc/<pid>/ns/pid (``pid:[4026531836]``), or None when it cannot be read (gone, or
+        another user's process without CAP_SYS_PTRACE)."""
+        return self._readlink(pid, 'ns/pid')
 
     def uid(self, pid):
         raw = _read_bytes(self._path(pid, 'status'))

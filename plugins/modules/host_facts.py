@@ -36,7 +36,9 @@ description:
   - Existing systemd B(unit files) matching O(unit_glob), and B(supervisord) programs.
   - B(SGLang servers) running now, found as M(inferops.sglang.server_process_info) finds them
     (exact argv, interpreter, environment with secret-looking values masked, cwd, user, port, tp/dp,
-    cgroup), split into C(servers) and C(strays) (managed neither by O(unit) nor by the collection's supervisord).
+    cgroup), split into C(servers) and C(strays) (managed neither by O(unit) nor by the collection's supervisord);
+    only Python processes count (their C(/proc/PID/exe)). SGLang processes of other containers (another PID
+    namespace, or another container's cgroup) are C(foreign) - listed apart, with their container, port and GPUs.
   - Whether the B(endpoint) O(host):O(port) accepts TCP connections and what C(GET /health) answers.
   - No GPU, no C(nvidia-smi), or an C(nvidia-smi) that fails (for example C(NVIDIA-SMI has failed
     because it couldn't communicate with the NVIDIA driver)) is a normal result, not a failure; the GPU
@@ -707,6 +709,18 @@ ansible_facts:
           type: list
           elements: dict
           returned: always
+        foreign:
+          description:
+            - SGLang processes of other containers (another PID namespace than this module's, or a cgroup of
+              another container - docker, containerd, CRI-O, podman, kubepods), as
+              M(inferops.sglang.server_process_info) returns them in its C(foreign) list.
+              Never in C(servers) or C(strays); nothing here stops them.
+            - Each entry has C(pid), C(pids), C(title), C(argv), C(port) and C(host) (from its command line; null for
+              an orphaned worker), C(holds_port), C(container_id), C(runtime), C(pod), C(reason), C(cgroup),
+              C(gpu_devices), C(gpus) and C(fds_readable).
+          type: list
+          elements: dict
+          returned: always
         endpoint:
           description: What O(host):O(port) answered.
           type: dict
@@ -1072,8 +1086,8 @@ def server_facts(module, unit):
         found = discover(unit=unit, include_gpu_holders=False)
     except Exception as exc:  # pylint: disable=broad-except
         module.warn('Could not list SGLang server processes: %s' % to_native(exc))
-        return {'servers': [], 'strays': []}
-    return {'servers': found.servers, 'strays': found.strays}
+        return {'servers': [], 'strays': [], 'foreign': []}
+    return {'servers': found.servers, 'strays': found.strays, 'foreign': found.foreign}
 
 
 def server_pythonpath(servers, python):

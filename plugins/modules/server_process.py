@@ -17,6 +17,11 @@ description:
     its description for what is and is not a server, orphans, GPU holders and secret redaction), and stops the
     B(stray) ones - those run neither by O(unit) nor by the collection's supervisord. Managed servers, unrelated GPU holders, clients, the
     sglang-router, PID 1 and this module's own process tree are never signalled.
+  - Only a process proven to be an SGLang server is stopped - its C(/proc/<pid>/exe) is a Python interpreter (a
+    C(sleep) titled C(sglang::scheduler_TP0) or a shell whose argv[0] reads like SGLang's is left alone), and an
+    orphaned worker also holds a GPU, the server's port or its former tree's interpreter. A process whose
+    executable cannot be read is RV(unproven) and never stopped. SGLang processes of other containers (another
+    PID namespace, another container's cgroup) are RV(foreign) and never stopped.
   - B(Stopping) - SIGTERM to the main process of every stray server and to the top process of every orphaned
     subtree (which no surviving parent would stop); SGLang drains in-flight requests and stops its children.
     Then it waits up to O(grace_period) seconds for B(all) member processes to exit, sends SIGKILL to every
@@ -219,6 +224,18 @@ ignored:
   type: list
   elements: dict
   sample: [{"pid": 900, "title": "sglang::router", "reason": "sglang-router load balancer (sglang::router), never a server"}]
+unproven:
+  description: SGLang-looking processes whose C(/proc/<pid>/exe) cannot be read (C(pid), C(title), C(reason)), as
+    M(inferops.sglang.server_process_info) returns them; never stopped.
+  returned: always
+  type: list
+  elements: dict
+foreign:
+  description: SGLang servers and workers of other containers, as M(inferops.sglang.server_process_info) returns
+    them (C(pid), C(pids), C(port), C(holds_port), C(container_id), C(runtime), C(gpus), ...); never stopped.
+  returned: always
+  type: list
+  elements: dict
 gpu_release:
   description: The GPU release wait.
   returned: always

@@ -29,13 +29,30 @@ description:
     wrappers (C(bash -c "python -m sglang.launch_server ...")); a wrapper is not the server, its server
     child is, and the wrapper ends by itself when its child does. This module's own process, its
     ancestors and descendants are never reported as servers.
+  - B(Proof of identity) - a title or an argv[0] is free text (C(exec -a sglang::scheduler_TP0 sleep 1000), a
+    C(bash) whose argv[0] reads C(/usr/bin/python3 -m sglang.launch_server)), so a main process or an orphan
+    counts only when its C(/proc/<pid>/exe) (the real file, symlinks resolved by the kernel) is a Python
+    interpreter - a file name such as C(python), C(python3), C(python3.12), C(python3.12d) (the C(sglang)
+    console script runs under its interpreter too). Another executable is listed in RV(ignored) with the reason.
+    Where C(/proc/<pid>/exe) cannot be read (EACCES - root without C(CAP_SYS_PTRACE) reading another user's
+    process), the process is B(unproven) - listed in RV(unproven) with the reason, never stopped.
+  - B(Foreign) - a process in another PID namespace than this module's (C(/proc/<pid>/ns/pid)), or whose cgroup
+    names another container than this module's own (docker C(/docker/<id>) or C(docker-<id>.scope), containerd
+    C(cri-containerd-<id>.scope), CRI-O C(crio-<id>.scope), podman C(libpod-<id>), kubelet C(/kubepods...)), is
+    never a stray and never managed, whatever runs in it (even a unit named O(unit) inside that container) - each
+    SGLang server (or orphaned worker) of another container is listed in RV(foreign) with its container, its
+    port and the GPUs it holds, and nothing stops it. Its GPU-holding processes never join a server of this host.
   - B(Members) of a server are the main process and all its descendants whatever their titles
     (C(sglang::scheduler_TP0), C(sglang::detokenizer), spawn children not yet retitled, the
     multiprocessing resource tracker), except a C(sglang::router).
   - B(Orphans) are processes still titled C(sglang::*) or C(sgl_diffusion::*) (not the router) that no
     server claims and that were re-parented (their parent is PID 1, or a subreaper - a spawn child keeps
     its launcher's process group, a subreaper has its own) - for example the data-parallel schedulers left
-    behind when the launcher and its controller were killed. Orphans of one process group
+    behind when the launcher and its controller were killed. A title and a Python interpreter are not enough for an
+    orphan - it also needs evidence - it holds a GPU device file (O(gpu_device_glob)) or a socket listening on the
+    server's port (O(port), or the port of the live server it joins), or it runs the same interpreter as its former
+    tree (the live server it joins, or an orphan of its process group with evidence); one without is listed in
+    RV(ignored) and left alone. Orphans of one process group
     form one group; it is attached to a live server sharing a GPU device with it, else its process group,
     else its (specific) cgroup, when exactly one server qualifies; otherwise it is its own server entry
     with RV(servers[].orphaned=true) and RV(servers[].main_pid) its lowest pid. A C(sglang::) process whose
@@ -357,6 +374,94 @@ ignored:
       description: Why it is left alone.
       type: str
   sample: [{"pid": 812, "title": "python3 -m sglang.bench_serving --port 30000", "reason": "SGLang client (python -m sglang.bench_serving), never a server"}]
+unproven:
+  description:
+    - SGLang-looking processes (a server's argv, or an C(sglang::) title) whose C(/proc/<pid>/exe) cannot be read, so
+      that they cannot be shown to be a Python interpreter running SGLang; never stopped. Stop them as their user,
+      or run with C(CAP_SYS_PTRACE).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid:
+      description: Process id.
+      type: int
+    title:
+      description: Title or argv joined, secrets redacted.
+      type: str
+    reason:
+      description: Why it is unproven (the errno of the read, C(EACCES) for a missing C(CAP_SYS_PTRACE)).
+      type: str
+foreign:
+  description:
+    - SGLang servers and orphaned SGLang workers of other containers (see B(Foreign) above), one entry per server
+      (its topmost SGLang process and that process's descendants) or per orphaned worker. Never strays, never
+      managed, never stopped.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid:
+      description: The process as this host numbers it (the server's main process, or the worker).
+      type: int
+    pids:
+      description: The pid and its descendants, sorted.
+      type: list
+      elements: int
+    title:
+      description: Title or argv joined, secrets redacted.
+      type: str
+    argv:
+      description: The command line, secrets redacted.
+      type: list
+      elements: str
+    port:
+      description: The port its command line names (C(--port), SGLang's default 30000); null for a worker.
+      type: int
+    host:
+      description: The address its command line names; null for a worker.
+      type: str
+    holds_port:
+      description:
+        - Whether one of its processes holds a socket listening on RV(foreign[].port) in this module's network
+          namespace (a container with the host's network), so that a new server cannot bind it. False for a
+          container with its own network namespace; null when its open files cannot be read or no port is known.
+      type: bool
+    container_id:
+      description: The container id from its cgroup (hex), or null (a PID namespace of its own, no known runtime).
+      type: str
+    runtime:
+      description: C(docker), C(containerd), C(cri-o), C(podman) or C(kubernetes) (a kubelet cgroup with no runtime
+        scope), from its cgroup; null when only its PID namespace differs.
+      type: str
+    pod:
+      description: The kubelet pod uid from its cgroup, or null.
+      type: str
+    reason:
+      description: Why it is foreign (another PID namespace, another container).
+      type: str
+    cgroup:
+      description: Its cgroup path as this host sees it.
+      type: str
+    gpu_devices:
+      description: Device files matching O(gpu_device_glob) its processes hold, where their open files can be read.
+      type: list
+      elements: str
+    gpus:
+      description: Of those, the files naming one GPU (C(/dev/nvidia3)).
+      type: list
+      elements: str
+    fds_readable:
+      description: Whether the open files of any of its processes could be read (root sees them; else empty lists).
+      type: bool
+  sample: [{"pid": 73110, "pids": [73110, 73188, 73189], "title": "python3 -m sglang.launch_server --port 31000 --tp 2",
+            "argv": ["python3", "-m", "sglang.launch_server", "--port", "31000", "--tp", "2"], "port": 31000,
+            "host": "127.0.0.1", "holds_port": false,
+            "container_id": "4f1c0e7b9a2d4b6e8f0a1c3e5d7b9f1a2c4e6d8b0a1f3e5c7d9b1a3c5e7f9d1b", "runtime": "docker",
+            "pod": null, "reason": "another PID namespace (pid:[4026532401]; this module runs in pid:[4026531836])",
+            "cgroup": "/system.slice/docker-4f1c0e7b9a2d4b6e8f0a1c3e5d7b9f1a2c4e6d8b0a1f3e5c7d9b1a3c5e7f9d1b.scope",
+            "gpu_devices": ["/dev/nvidia2", "/dev/nvidia3", "/dev/nvidiactl"], "gpus": ["/dev/nvidia2", "/dev/nvidia3"],
+            "fds_readable": true}]
 listeners:
   description:
     - Processes with a TCP socket listening on O(port) in this network namespace; empty when O(port) is not set.

@@ -602,7 +602,33 @@ def scenario_stuck(host):
     return report
 
 
+def scenario_impostors(host):
+    """Processes that only look like SGLang (field case): a sleep retitled sglang::scheduler_TP0 holding a "GPU"
+    file, and a bash whose argv reads python3 -m sglang.launch_server (bash -m runs a script of that name)."""
+    port = free_port()
+    gpu_file = os.path.join(host.gpu_dir('a'), 'nvidia0')
+    retitled = host.spawn(['bash', '-c', 'exec 3>%s; exec -a sglang::scheduler_TP0 sleep 1000' % shell_quote(gpu_file)])
+    script_dir = os.path.join(host.workdir, 'impostor')
+    os.makedirs(script_dir)
+    with open(os.path.join(script_dir, 'sglang.launch_server'), 'w') as f:
+        f.write('sleep 1000\n')
+    fake_server = host.spawn(['bash', '-c', 'exec -a /usr/bin/python3 bash -m sglang.launch_server --port %d' % port],
+                             cwd=script_dir)
+    deadline = time.time() + 10
+    while time.time() < deadline and not (host.title(retitled.pid).startswith('sglang::scheduler_TP0')
+                                          and host.title(fake_server.pid).startswith('/usr/bin/python3 -m')):
+        time.sleep(0.05)
+    report = {'retitled': retitled.pid, 'fake_server': fake_server.pid,
+              'titles': {'retitled': host.title(retitled.pid), 'fake_server': host.title(fake_server.pid)}}
+    glob_ = host.workdir + '/gpu-*/*'
+    report['info'] = host.ansible('server_process_info', {'gpu_device_glob': glob_})
+    report['stop'] = host.ansible('server_process', {'gpu_device_glob': glob_, 'grace_period': 2, 'kill_timeout': 2})
+    report['alive_after_stop'] = host.alive_of([retitled.pid, fake_server.pid])
+    return report
+
+
 SCENARIOS = {
+    'impostors': scenario_impostors,
     'reference': scenario_reference,
     'sigterm_ignorer': scenario_sigterm_ignorer,
     'c01_orphans': scenario_c01_orphans,
@@ -778,6 +804,22 @@ def test_child_ignoring_sigterm_ends_by_sigkill():
     seconds = dict((s['pid'], s['seconds']) for s in stop['stopped'])
     assert seconds[report['ignorer'][0]] >= 1
     assert report['alive_after_stop'] == []
+
+
+def test_processes_that_only_look_like_sglang_are_left_alone():
+    report = run_scenario('impostors')
+    assert report['titles']['retitled'].startswith('sglang::scheduler_TP0')
+    assert report['titles']['fake_server'].startswith('/usr/bin/python3 -m sglang.launch_server')
+    info = report['info']
+    assert_ok(info)
+    assert info['servers'] == [] and info['unproven'] == [] and info['foreign'] == []
+    reasons = dict((i['pid'], i['reason']) for i in info['ignored'])
+    assert reasons[report['retitled']].startswith('not a Python process')
+    assert reasons[report['fake_server']].startswith('not a Python process')
+    stop = report['stop']
+    assert_ok(stop)
+    assert stop['changed'] is False and stop['target_pids'] == [] and stop['stopped'] == []
+    assert report['alive_after_stop'] == sorted([report['retitled'], report['fake_server']])
 
 
 def test_c01_orphaned_dp_schedulers_found_and_stopped():

@@ -93,6 +93,12 @@ _FALSE_WORDS = ('', 'false', 'no', 'off', '0', 'none', 'null', '~')
 _ROLE_RANK_SUFFIX_RE = re.compile(r'(?:_[A-Z]+(?:_[A-Z]+)*[0-9]+)+$')
 
 
+def is_python_interpreter(path):
+    """Whether the file name of ``path`` is a Python interpreter's: python, python3, python3.12, python3.12d,
+    python3.13t, pypy3 (the same rule for argv[0] and for the real file /proc/<pid>/exe names)."""
+    return bool(path) and _PYTHON_RE.match(os.path.basename(path)) is not None
+
+
 def parse_python_argv(argv):
     """Parse argv like the CPython interpreter does, when argv[0] is a Python interpreter.
 
@@ -101,7 +107,7 @@ def parse_python_argv(argv):
     ``args`` (what the program sees in sys.argv[1:]). Options may be combined (``-um mod``) and
     option values attached (``-msglang.launch_server``), as CPython allows.
     """
-    if not argv or not _PYTHON_RE.match(os.path.basename(argv[0])):
+    if not argv or not is_python_interpreter(argv[0]):
         return None
     result = {'interpreter': argv[0], 'module': None, 'code': None, 'script': None, 'args': []}
     i = 1

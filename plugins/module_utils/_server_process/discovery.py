@@ -65,6 +65,15 @@ from ansible_collections.inferops.sglang.plugins.module_utils._server_process.cm
     server_settings,
     title_of,
 )
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process.identity import (
+    PYTHON,
+    UNREADABLE,
+    ForeignFinder,
+    exe_verdict,
+    foreign_entries,
+    prove_orphans,
+    resolve_executable,
+)
 
 DEFAULT_UNIT = 'sglang.service'
 DEFAULT_GPU_DEVICE_GLOB = '/dev/nvidia*'
@@ -127,44 +136,13 @@ class Snapshot(object):
         return self._cached('cwd', pid)
 
     def exe(self, pid):
-        return self._cached('exe', pid)
+        return self.exe_link(pid)[0]
+
+    def exe_link(self, pid):
+        return self._cached('exe_link', pid)
 
     def uid(self, pid):
         return self._cached('uid', pid)
-
-
-def resolve_executable(argv0, path_env, cwd, exe, virtual_env=None, is_executable=None):
-    """The absolute path of the interpreter as the process started it.
-
-    argv[0] when absolute; a relative argv[0] with a slash, against the process's cwd; a bare name,
-    through the process's own PATH; else the /proc/<pid>/exe target. /proc/<pid>/exe has symlinks
-    resolved, which turns a venv's python into the system python (losing the venv), so for a
-    retitled process the venv's python (from VIRTUAL_ENV) is preferred when it is the same binary.
-    """
-    if is_executable is None:
-        def is_executable(path):
-            return os.path.isfile(path) and os.access(path, os.X_OK)
-    if argv0 and not argv0.startswith(TITLE_PREFIXES):
-        if argv0.startswith('/'):
-            return argv0
-        if '/' in argv0:
-            if cwd:
-                return os.path.normpath(os.path.join(cwd, argv0))
-        elif path_env:
-            for directory in path_env.split(':'):
-                if directory.startswith('/'):
-                    candidate = os.path.join(directory, argv0)
-                    if is_executable(candidate):
-                        return candidate
-    if virtual_env and exe:
-        for name in ('python3', 'python'):
-            candidate = os.path.join(virtual_env, 'bin', name)
-            try:
-                if is_executable(candidate) and os.path.realpath(candidate) == os.path.realpath(exe):
-                    return candidate
-            except OSError:
-                continue
-    return exe
 
 
 class _Group(object):
@@ -189,6 +167,8 @@ class Discovery(object):
         self.gpu_holders_unrelated = []
         self.ignored = []
         self.listeners = []
+        self.foreign = []         # SGLang processes of other containers (never strays, never managed)
+        self.unproven = []        # SGLang-looking processes whose interpreter cannot be read
         self.protected = set()
         self.identity = {}        # pid -> starttime of every member of a reported server
 
@@ -231,6 +211,7 @@ class _Discoverer(object):
         self.ignored = {}
         self.classes = dict((pid, classify_argv(self.snap.argv_of(pid), self.stat[pid].comm))
                             for pid in self.snap.sgl)
+        self.judge_identities()
         self.titled = set(pid for pid, c in self.classes.items() if c.kind == TITLED)
         self.never = set(pid for pid, c in self.classes.items() if c.kind in (ROUTER, CLIENT))
         self.devices_of = {}
@@ -241,6 +222,29 @@ class _Discoverer(object):
 
     def ignore(self, pid, reason):
         self.ignored.setdefault(pid, reason)
+
+    def judge_identities(self):
+        """Take out of the candidates what cannot be this host's SGLang (identity.py): other containers'
+        processes (with their subtrees: never entered), non-Python processes and unreadable interpreters."""
+        self.foreign = ForeignFinder(self.snap, self.self_pid)
+        self.foreign_pids = {}
+        self.rejected = {}
+        self.unproven = {}
+        for pid in sorted(self.classes):
+            c = self.classes[pid]
+            if c.kind not in (SERVER, CANDIDATE, TITLED) or pid in self.protected:
+                continue
+            info = self.foreign.of(pid)
+            if info is not None:
+                self.foreign_pids[pid] = info
+                del self.classes[pid]
+                continue
+            verdict, reason = exe_verdict(*self.snap.exe_link(pid))
+            if verdict != PYTHON:
+                (self.unproven if verdict == UNREADABLE else self.rejected)[pid] = reason
+                del self.classes[pid]
+        for pid in list(self.foreign_pids):
+            self.blocked = self.blocked | set([pid]) | descendants(self.children, pid)
 
     def subtree(self, pid):
         """pid and its descendants, not entering protected, excluded, router or client subtrees."""
@@ -384,6 +388,36 @@ class _Discoverer(object):
                         'program': supervised[1]}
         return None
 
+    def prove(self, orphans, target):
+        """Keep the orphan roots with evidence beyond their title (identity.prove_orphans) and their subtrees;
+        the others are left alone. False when nothing is left."""
+        port = self.port
+        if port is None and target is not None and target.classification is not None:
+            port = server_settings(target.classification.args, None)['port']
+        inodes = set()
+        if port is not None:
+            for text in self.snap.source.net_tcp():
+                inodes |= listening_inodes(text, port)
+        roots = {}
+        for root in orphans.roots:
+            sub = self.subtree(root) & orphans.members
+            sockets = set()
+            if inodes:
+                for pid in sub:
+                    sockets |= split_fd_targets(self.snap.fd_targets(pid), self.match_device, True)[1]
+            roots[root] = {'exe': self.snap.exe(root), 'device': any(self.devices_of.get(pid) for pid in sub),
+                           'port': bool(sockets & inodes)}
+        proven, unproven = prove_orphans(roots, self.snap.exe(target.main) if target is not None else None)
+        for root, reason in unproven.items():
+            sub = self.subtree(root) & orphans.members
+            orphans.members -= sub
+            orphans.roots.discard(root)
+            for pid in sub:
+                self.ignore(pid, reason)
+        if orphans.members and orphans.main not in orphans.members:
+            orphans.main = min(orphans.members)
+        return bool(orphans.roots)
+
     def group_gpus(self, group):
         return set(path for pid in group.members for path in self.devices_of.get(pid, ()) if is_per_gpu_device(path))
 
@@ -413,6 +447,8 @@ class _Discoverer(object):
                 if len(matches) == 1:
                     target = matches[0]
                     break
+            if not self.prove(orphans, target):
+                continue
             if target is None:
                 standalone.append(orphans)
                 continue
@@ -449,6 +485,9 @@ class _Discoverer(object):
                 continue
             entries = self.snap.cgroup(pid)
             if cgroup_in_unit(entries, self.unit) or self.supervision(pid):
+                continue
+            if self.foreign.of(pid) is not None:   # another container's: never joins a server of this host
+                unrelated.append(pid)
                 continue
             path = primary_cgroup(entries)
             owner, how = None, None
@@ -509,8 +548,29 @@ class _Discoverer(object):
                               'managed': group.managed if group is not None else False})
         return found
 
+    def foreign_entries(self):
+        """The foreign list: each topmost server of another container with its subtree, each other titled one."""
+        taken = set()
+        groups = []
+        for pid in sorted(self.foreign_pids):
+            c = classify_argv(self.snap.argv_of(pid), self.stat[pid].comm)
+            if pid in taken or any(a in self.foreign_pids for a in ancestors(self.snap.parent_of, pid)):
+                continue
+            members = set([pid]) | descendants(self.children, pid)
+            taken |= members
+            groups.append((pid, members, c if c.kind != TITLED else None, self.foreign_pids[pid]))
+        return foreign_entries(self.snap, groups, self.match_device)
+
+    def unproven_entries(self):
+        """Processes whose interpreter cannot be read (not in a proven server's tree): never stopped."""
+        return [{'pid': pid, 'title': title_of(redact_argv(self.snap.argv_of(pid))), 'reason': reason}
+                for pid, reason in sorted(self.unproven.items()) if pid not in self.member_of and pid in self.stat]
+
     def ignored_entries(self):
         """Everything else that mentions sglang, with the reason it is left alone."""
+        for pid, reason in self.rejected.items():
+            if pid not in self.member_of:
+                self.ignore(pid, reason)
         for pid, c in self.classes.items():
             if pid in self.member_of or pid in self.ignored:
                 continue
@@ -543,6 +603,8 @@ def discover(source=None, unit=DEFAULT_UNIT, port=None, exclude_pids=(), include
     if port is not None:
         result.listeners = d.listeners()
     result.ignored = d.ignored_entries()
+    result.unproven = d.unproven_entries()
+    result.foreign = d.foreign_entries()
     return result
 
 

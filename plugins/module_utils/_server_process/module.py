@@ -113,6 +113,8 @@ def info(params, source=None, self_pid=None):
         'managed': [public(s) for s in found.managed],
         'gpu_holders_unrelated': found.gpu_holders_unrelated,
         'ignored': found.ignored,
+        'unproven': found.unproven,
+        'foreign': found.foreign,
         'listeners': found.listeners,
     }
 
@@ -152,6 +154,8 @@ def absent(params, run_command=None, nvidia_smi=None, check_mode=False, want_dif
         'managed': [public(s) for s in found.managed],
         'gpu_holders_unrelated': found.gpu_holders_unrelated,
         'ignored': found.ignored,
+        'unproven': found.unproven,
+        'foreign': found.foreign,
         'target_pids': sorted(t.pid for t in targets),
         'stopped': [],
         'gpu_release': {'waited': False, 'method': None, 'seconds': 0.0, 'gpus': [], 'compute_apps': [],

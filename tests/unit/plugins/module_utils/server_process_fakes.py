@@ -9,6 +9,7 @@ a fake clock and a fake nvidia-smi. Loaded by file path (it is not a test module
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import errno
 import os
 import subprocess
 import sys
@@ -43,18 +44,37 @@ NET_TCP6 = '\n'.join([
 ])
 
 
+HOST_PIDNS = 'pid:[4026531836]'
+
+
+class FakeProcFS(_procfs.ProcFS):
+    """The real reader, but /proc/<pid>/exe of the pids in ``exe_denied`` fails with EACCES, as for root
+    without CAP_SYS_PTRACE reading another user's process (a fake tree cannot make root's readlink fail)."""
+
+    def __init__(self, root, exe_denied):
+        super(FakeProcFS, self).__init__(root)
+        self.exe_denied = exe_denied
+
+    def exe_link(self, pid):
+        if pid in self.exe_denied:
+            return None, errno.errorcode[errno.EACCES]
+        return super(FakeProcFS, self).exe_link(pid)
+
+
 class FakeProc(object):
-    """Writes a fake procfs: <root>/<pid>/{stat,cmdline,environ,status,cgroup,fd/,cwd,exe}, stat, net/."""
+    """Writes a fake procfs: <root>/<pid>/{stat,cmdline,environ,status,cgroup,fd/,cwd,exe,ns/pid}, stat, net/."""
 
     def __init__(self, root, btime=1700000000):
         self.root = root
+        self.exe_denied = set()
         root.mkdir(exist_ok=True)
         (root / 'stat').write_text('cpu  1 2 3\nbtime %d\nprocesses 9\n' % btime)
         (root / 'net').mkdir()
         (root / 'net' / 'tcp').write_text(NET_TCP.splitlines()[0] + '\n')
 
     def add(self, pid, argv, ppid=1, pgid=None, comm=None, state='S', starttime=None, env=None, cwd='/srv',
-            uid=0, cgroup='0::/\n', fds=(), exe='/usr/bin/python3.11', flags=0x400100, cmdline=None):
+            uid=0, cgroup='0::/\n', fds=(), exe='/usr/bin/python3.11', flags=0x400100, cmdline=None,
+            pidns=HOST_PIDNS, exe_denied=False):
         d = self.root / str(pid)
         d.mkdir()
         if comm is None:
@@ -76,10 +96,15 @@ class FakeProc(object):
             os.symlink(cwd, str(d / 'cwd'))
         if exe:
             os.symlink(exe, str(d / 'exe'))
+        if exe_denied:
+            self.exe_denied.add(pid)
+        if pidns:
+            (d / 'ns').mkdir()
+            os.symlink(pidns, str(d / 'ns' / 'pid'))
         return pid
 
     def source(self):
-        return _procfs.ProcFS(str(self.root))
+        return FakeProcFS(str(self.root), self.exe_denied)
 
 
 SELF = 900   # the fake "module" process: 900 <- 899 (ansible) <- 898 (shell) <- 1

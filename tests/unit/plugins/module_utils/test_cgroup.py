@@ -81,3 +81,55 @@ def test_is_specific_cgroup(path, expected):
 ])
 def test_primary_cgroup(text, expected):
     assert _cgroup.primary_cgroup(_cgroup.parse_cgroup(text)) == expected
+
+
+# ------------------------------------------------------------------------------------------------
+# containers
+# ------------------------------------------------------------------------------------------------
+
+HEX = '4f1c0e7b9a2d4b6e8f0a1c3e5d7b9f1a2c4e6d8b0a1f3e5c7d9b1a3c5e7f9d1b'
+HEX2 = 'aa' * 32
+POD = '7d1c2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f'
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('0::/\n', None),
+    (SESSION, None),
+    (V2_UNIT, None),
+    ('0::/docker/%s\n' % HEX, ('docker', HEX, None)),
+    ('12:memory:/docker/%s\n1:name=systemd:/docker/%s\n' % (HEX, HEX), ('docker', HEX, None)),
+    ('0::/docker/%s/system.slice/sglang.service\n' % HEX, ('docker', HEX, None)),
+    ('0::/system.slice/docker-%s.scope\n' % HEX, ('docker', HEX, None)),
+    # another container seen from inside a private cgroup namespace: a relative path
+    ('0::/../../system.slice/docker-%s.scope\n' % HEX, ('docker', HEX, None)),
+    ('0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice\n' % POD.replace('-', '_'),
+     ('kubernetes', None, POD)),
+    ('0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/cri-containerd-%s.scope\n'
+     % (POD.replace('-', '_'), HEX), ('containerd', HEX, POD)),
+    ('0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice/crio-%s.scope\n'
+     % (POD.replace('-', '_'), HEX), ('cri-o', HEX, POD)),
+    ('11:memory:/kubepods/burstable/pod%s/%s\n' % (POD, HEX), ('kubernetes', HEX, POD)),
+    ('0::/machine.slice/libpod-%s.scope/container\n' % HEX, ('podman', HEX, None)),
+    ('0::/libpod_parent/libpod-%s\n' % HEX, ('podman', HEX, None)),
+    ('0::/machine.slice/libpod-conmon-%s.scope\n' % HEX, None),
+    ('0::/docker/notanid\n', None),
+    ('0::/system.slice/docker.service\n', None),
+    ('', None),
+])
+def test_container_of(text, expected):
+    found = _cgroup.container_of(text)
+    if expected is None:
+        assert found is None
+    else:
+        assert (found['runtime'], found['id'], found['pod']) == expected
+    assert _cgroup.container_of(_cgroup.parse_cgroup(text)) == found
+
+
+@pytest.mark.parametrize('first, second, same', [
+    (None, None, True),
+    ('0::/docker/%s\n' % HEX, None, False),
+    ('0::/docker/%s\n' % HEX, '0::/system.slice/docker-%s.scope\n' % HEX, True),
+    ('0::/docker/%s\n' % HEX, '0::/docker/%s\n' % HEX2, False),
+])
+def test_same_container(first, second, same):
+    assert _cgroup.same_container(first and _cgroup.container_of(first), second and _cgroup.container_of(second)) is same

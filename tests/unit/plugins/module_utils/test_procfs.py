@@ -8,6 +8,8 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 
+import os
+
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _procfs
@@ -111,3 +113,18 @@ def test_split_fd_targets():
     targets = ['/dev/null', '/dev/nvidia0', '/dev/nvidiactl (deleted)', 'socket:[12]', 'pipe:[3]', 'anon_inode:[x]']
     assert _procfs.split_fd_targets(targets, match) == ({'/dev/nvidia0', '/dev/nvidiactl'}, set())
     assert _procfs.split_fd_targets(targets, match, want_sockets=True)[1] == {'12'}
+
+
+def test_exe_link_and_pid_namespace(tmp_path):
+    root = tmp_path / 'proc'
+    (root / '10' / 'ns').mkdir(parents=True)
+    os.symlink('/usr/bin/python3.12 (deleted)', str(root / '10' / 'exe'))
+    os.symlink('pid:[4026531836]', str(root / '10' / 'ns' / 'pid'))
+    (root / '11').mkdir()
+    source = _procfs.ProcFS(str(root))
+    assert source.exe_link(10) == ('/usr/bin/python3.12', None)
+    assert source.exe(10) == '/usr/bin/python3.12'
+    assert source.pid_namespace(10) == 'pid:[4026531836]'
+    assert source.exe_link(11) == (None, 'ENOENT')
+    assert source.exe_link(12) == (None, 'ENOENT')
+    assert source.pid_namespace(11) is None

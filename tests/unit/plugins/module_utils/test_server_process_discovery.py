@@ -31,31 +31,6 @@ by_main = fakes.by_main
 ignored_pids = fakes.ignored_pids
 
 
-@pytest.mark.parametrize('argv0, path_env, cwd, exe, venv, executables, expected', [
-    ('/root/ml-env/bin/python3', None, '/', '/usr/bin/python3.12', None, set(), '/root/ml-env/bin/python3'),
-    ('python3', '/root/ml-env/bin:/usr/bin', '/', '/usr/bin/python3.12', None,
-     {'/root/ml-env/bin/python3', '/usr/bin/python3'}, '/root/ml-env/bin/python3'),
-    ('python3', 'relative/bin::/usr/bin', '/', '/usr/bin/python3.12', None, {'/usr/bin/python3'}, '/usr/bin/python3'),
-    ('./venv/bin/python', None, '/srv', '/usr/bin/python3.12', None, set(), '/srv/venv/bin/python'),
-    ('python3', '/nowhere', '/', '/usr/bin/python3.12', None, set(), '/usr/bin/python3.12'),
-    ('sglang::scheduler_TP0', '/usr/bin', '/', '/usr/bin/python3.12', None, {'/usr/bin/sglang::scheduler_TP0'},
-     '/usr/bin/python3.12'),
-    (None, None, None, None, None, set(), None),
-])
-def test_resolve_executable(argv0, path_env, cwd, exe, venv, executables, expected):
-    assert discovery.resolve_executable(argv0, path_env, cwd, exe, venv, is_executable=executables.__contains__) == expected
-
-
-def test_resolve_executable_prefers_venv_python_for_retitled(tmp_path):
-    real = tmp_path / 'python3.11'
-    real.write_text('')
-    real.chmod(0o755)
-    (tmp_path / 'venv' / 'bin').mkdir(parents=True)
-    os.symlink(str(real), str(tmp_path / 'venv' / 'bin' / 'python3'))
-    got = discovery.resolve_executable('sglang::scheduler_TP0', '/usr/bin', '/', str(real), str(tmp_path / 'venv'))
-    assert got == str(tmp_path / 'venv' / 'bin' / 'python3')
-
-
 def test_discover_reference_server(proc):
     pids = add_reference_server(proc)
     proc.add(110, SPAWN, ppid=100, pgid=100)   # a spawn child not retitled yet
@@ -157,9 +132,10 @@ def test_discover_c01_orphaned_dp_schedulers(proc):
 
 
 def test_discover_orphans_of_two_servers_form_two_groups(proc):
-    proc.add(402, ['sglang::scheduler_DP0'], ppid=1, pgid=400)
+    # 403 holds no GPU: it has the interpreter of 402, an orphan of its group with evidence.
+    proc.add(402, ['sglang::scheduler_DP0'], ppid=1, pgid=400, fds=['/dev/nvidia0'])
     proc.add(403, ['sglang::scheduler_DP1'], ppid=1, pgid=400)
-    proc.add(502, ['sglang::scheduler_DP0'], ppid=1, pgid=500)
+    proc.add(502, ['sglang::scheduler_DP0'], ppid=1, pgid=500, fds=['/dev/nvidia1'])
     found = run(proc)
     assert [(s['main_pid'], s['pids']) for s in found.servers] == [(402, [402, 403]), (502, [502])]
 
@@ -177,7 +153,10 @@ def test_discover_orphans_attach_to_live_server(proc, relation):
     found = run(proc)
     servers = by_main(found)
     expected_owner = {'gpu': 150, 'pgid': 100, 'cgroup': 100, 'none': None, 'ambiguous_gpu': None}[relation]
-    if expected_owner is None:
+    if relation == 'none':   # no GPU, no port, no live former tree: a title proves nothing
+        assert sorted(servers) == [100, 150]
+        assert 'without evidence' in ignored_pids(found)[450] and 'without evidence' in ignored_pids(found)[451]
+    elif expected_owner is None:
         assert sorted(servers) == [100, 150, 450]
         assert servers[450]['orphaned'] and servers[450]['pids'] == [450, 451]
     else:
@@ -204,7 +183,7 @@ def test_discover_titled_child_of_live_client_is_left_alone(proc):
 def test_discover_orphan_under_subreaper(proc):
     # Re-parented to a subreaper (systemd --user, pid 700, its own process group): still an orphan.
     proc.add(700, ['/lib/systemd/systemd', '--user'], ppid=1, pgid=700)
-    proc.add(702, ['sglang::scheduler_DP0'], ppid=700, pgid=400)
+    proc.add(702, ['sglang::scheduler_DP0'], ppid=700, pgid=400, fds=['/dev/nvidia0'])
     found = run(proc)
     assert [(s['main_pid'], s['orphaned']) for s in found.servers] == [(702, True)]
 
@@ -309,7 +288,7 @@ def test_discover_never_own_tree(proc):
 def test_discover_port_filter(proc):
     add_reference_server(proc, main=100, port=30000)
     add_reference_server(proc, main=150, port=30001, gpus=(2, 3))
-    proc.add(402, ['sglang::scheduler_DP0'], ppid=1, pgid=400)
+    proc.add(402, ['sglang::scheduler_DP0'], ppid=1, pgid=400, fds=['/dev/nvidia5'])
     found = run(proc, port=30001)
     assert sorted(by_main(found)) == [150, 402]
     assert 'port 30000, not on port 30001' in ignored_pids(found)[100]
@@ -500,3 +479,112 @@ def test_c15_c24_program_of_another_user_judged_by_its_supervisords_configuratio
     assert server['managed'] is managed and server['env_readable'] is False
     if managed:
         assert server['managed_by'] == {'manager': 'supervisord', 'supervisord_pid': 50, 'program': '', 'unit': None}
+
+
+# ------------------------------------------------------------------------------------------------
+# Proof of identity: /proc/PID/exe, evidence for orphans, other containers (field cases)
+# ------------------------------------------------------------------------------------------------
+
+DOCKER_ID = '4f1c0e7b9a2d4b6e8f0a1c3e5d7b9f1a2c4e6d8b0a1f3e5c7d9b1a3c5e7f9d1b'
+
+
+def test_non_python_process_with_an_sglang_title_is_not_a_stray(proc):
+    # exec -a sglang::scheduler_TP0 sleep 1000 - even holding a GPU device
+    proc.add(300, ['sglang::scheduler_TP0', '1000'], comm='sleep', exe='/usr/bin/sleep', fds=['/dev/nvidia0'])
+    found = run(proc)
+    assert found.servers == [] and found.unproven == []
+    assert ignored_pids(found)[300].startswith('not a Python process (its executable is /usr/bin/sleep)')
+
+
+def test_shell_with_a_python_argv0_is_not_a_server(proc):
+    # exec -a /usr/bin/python3 bash -m sglang.launch_server --port 31000 (bash runs a script of that name)
+    proc.add(310, ['/usr/bin/python3', '-m', 'sglang.launch_server', '--port', '31000'], comm='bash',
+             exe='/usr/bin/bash')
+    proc.add(311, ['sleep', '1000'], ppid=310, pgid=310, exe='/usr/bin/sleep')
+    found = run(proc, port=31000)
+    assert found.servers == []
+    assert 'not a Python process' in ignored_pids(found)[310]
+
+
+def test_unreadable_executable_is_unproven_and_never_stopped(proc):
+    add_reference_server(proc, main=100)
+    proc.add(320, LAUNCH[:-1] + ['30001'], uid=1000, exe_denied=True)
+    proc.add(322, ['sglang::scheduler_TP0'], ppid=1, pgid=400, exe_denied=True, fds=['/dev/nvidia4'])
+    found = run(proc)
+    assert [s['main_pid'] for s in found.servers] == [100]
+    unproven = dict((u['pid'], u['reason']) for u in found.unproven)
+    assert sorted(unproven) == [320, 322]
+    assert 'EACCES' in unproven[320] and 'CAP_SYS_PTRACE' in unproven[320]
+    assert 320 not in ignored_pids(found) and 320 not in found.identity
+
+
+@pytest.mark.parametrize('how', ['pid_namespace', 'docker_cgroup', 'docker_unit_inside'])
+def test_process_of_another_container_is_foreign(proc, how):
+    # Another container runs python3 -m sglang.launch_server --port 31000 --tp 2 (maybe as sglang.service inside).
+    cgroup = {'pid_namespace': '0::/\n',
+              'docker_cgroup': '0::/system.slice/docker-%s.scope\n' % DOCKER_ID,
+              'docker_unit_inside': '0::/docker/%s/system.slice/sglang.service\n' % DOCKER_ID}[how]
+    pidns = 'pid:[4026532401]' if how == 'pid_namespace' else fakes.HOST_PIDNS
+    argv = [PY, '-m', 'sglang.launch_server', '--port', '31000', '--tp', '2']
+    proc.add(700, argv, cgroup=cgroup, pidns=pidns, ppid=650)
+    proc.add(650, ['/usr/bin/containerd-shim-runc-v2', '-id', DOCKER_ID], exe='/usr/bin/containerd-shim-runc-v2')
+    for rank in (0, 1):
+        proc.add(701 + rank, ['sglang::scheduler_TP%d' % rank], ppid=700, pgid=700, cgroup=cgroup, pidns=pidns,
+                 fds=['/dev/nvidiactl', '/dev/nvidia%d' % (2 + rank)])
+    add_reference_server(proc, main=100)
+    found = run(proc, include_gpu_holders=True)
+    assert [s['main_pid'] for s in found.servers] == [100]
+    assert found.managed == [] and [s['main_pid'] for s in found.strays] == [100]
+    assert len(found.foreign) == 1
+    foreign = found.foreign[0]
+    assert (foreign['pid'], foreign['pids'], foreign['port']) == (700, [700, 701, 702], 31000)
+    assert foreign['gpus'] == ['/dev/nvidia2', '/dev/nvidia3']
+    if how == 'pid_namespace':
+        assert foreign['reason'].startswith('another PID namespace') and foreign['container_id'] is None
+    else:
+        assert (foreign['runtime'], foreign['container_id']) == ('docker', DOCKER_ID)
+    assert not set(foreign['pids']) & set(found.identity)
+    assert not set(h['pid'] for h in found.gpu_holders_unrelated) & set(found.identity)
+    targets = stop.plan_targets(found.strays, found.identity)
+    assert not set(t.pid for t in targets) & {700, 701, 702}
+
+
+def test_foreign_holds_port_only_in_this_network_namespace(proc):
+    # A container with the host's network: its server's listening socket is in this /proc/net/tcp (port 30000).
+    proc.add(700, [PY, '-m', 'sglang.launch_server', '--port', '30000'], pidns='pid:[4026532401]',
+             fds=['socket:[111]'])
+    proc.add(710, [PY, '-m', 'sglang.launch_server', '--port', '30001'], pidns='pid:[4026532402]',
+             fds=['socket:[999]'])
+    (proc.root / 'net' / 'tcp').write_text(NET_TCP)
+    found = run(proc)
+    holds = dict((f['pid'], f['holds_port']) for f in found.foreign)
+    assert holds == {700: True, 710: False}
+
+
+def test_server_in_our_own_container_is_not_foreign(proc):
+    # The module runs in container X (with its own systemd); the server runs in X's sglang.service: managed.
+    own = '0::/docker/%s/system.slice/ssh.service\n' % DOCKER_ID
+    (proc.root / str(SELF) / 'cgroup').write_text(own)
+    add_reference_server(proc, main=100, cgroup='0::/docker/%s/system.slice/sglang.service\n' % DOCKER_ID)
+    found = run(proc)
+    assert found.foreign == [] and [s['main_pid'] for s in found.managed] == [100]
+
+
+def test_orphaned_scheduler_with_python_and_a_gpu_is_a_stray(proc):
+    proc.add(402, ['sglang::scheduler_TP0'], ppid=1, pgid=400, fds=['/dev/nvidia0'])
+    found = run(proc)
+    assert [(s['main_pid'], s['orphaned']) for s in found.strays] == [(402, True)]
+
+
+def test_orphaned_scheduler_with_python_and_no_evidence_is_left_alone(proc):
+    proc.add(402, ['sglang::scheduler_TP0'], ppid=1, pgid=400)
+    found = run(proc)
+    assert found.servers == [] and found.identity == {}
+    assert 'without evidence' in ignored_pids(found)[402]
+
+
+def test_orphaned_scheduler_holding_the_port_is_a_stray(proc):
+    (proc.root / 'net' / 'tcp').write_text(NET_TCP)
+    proc.add(402, ['sglang::scheduler_TP0'], ppid=1, pgid=400, fds=['socket:[111]'])
+    found = run(proc, port=30000, include_gpu_holders=False)
+    assert [s['main_pid'] for s in found.strays] == [402]

@@ -210,7 +210,7 @@ def test_absent_orphans_that_keep_coming_fail(proc, monkeypatch):
 
     def another_orphan():
         counter[0] += 1
-        proc.add(counter[0], ['sglang::scheduler_TP1'], ppid=1, pgid=100)
+        proc.add(counter[0], ['sglang::scheduler_TP1'], ppid=1, pgid=100, fds=['/dev/nvidia1'])
     monkeypatch.setattr(module, 'stop_targets', fake_stop(proc, restart=another_orphan))
     with pytest.raises(module.ModuleFailure) as failure:
         absent(proc, {})
@@ -272,3 +272,21 @@ def test_absent_reports_no_stuck_process_on_success(proc, monkeypatch):
     monkeypatch.setattr(module, 'stop_targets', fake_stop(proc))
     result = absent(proc, {})
     assert result['stuck'] == [] and result['reboot_required'] is False
+
+
+def test_absent_stops_only_proven_strays(proc, monkeypatch):
+    # field case: a retitled sleep, an unreadable interpreter and another container's server stay untouched
+    pids = add_reference_server(proc, main=100)
+    proc.add(300, ['sglang::scheduler_TP0', '1000'], comm='sleep', exe='/usr/bin/sleep', fds=['/dev/nvidia6'])
+    proc.add(320, [PY, '-m', 'sglang.launch_server', '--port', '30002'], uid=1000, exe_denied=True)
+    proc.add(700, [PY, '-m', 'sglang.launch_server', '--port', '31000', '--tp', '2'], pidns='pid:[4026532401]',
+             cgroup='0::/system.slice/docker-%s.scope\n' % ('ab' * 32), fds=['/dev/nvidia7'])
+    monkeypatch.setattr(module, 'stop_targets', fake_stop(proc))
+    result = absent(proc, {})
+    assert result['target_pids'] == pids
+    assert [u['pid'] for u in result['unproven']] == [320]
+    assert [(f['pid'], f['runtime'], f['port']) for f in result['foreign']] == [(700, 'docker', 31000)]
+    for pid in (300, 320, 700):
+        assert (proc.root / str(pid)).exists()
+    info = module.info({}, source=proc.source(), self_pid=SELF)
+    assert [f['pid'] for f in info['foreign']] == [700] and [u['pid'] for u in info['unproven']] == [320]

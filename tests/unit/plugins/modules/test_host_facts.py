@@ -27,7 +27,7 @@ COLLECTIONS_PATH = os.environ.get('ANSIBLE_COLLECTIONS_PATH') or os.path.abspath
 
 FACT_KEYS = {'init', 'python', 'gpus', 'gpu_count', 'driver_version', 'cuda_driver_version', 'interconnect',
              'topology', 'gpu_processes', 'nvidia_smi', 'cuda', 'listeners', 'units', 'supervisor',
-             'servers', 'strays', 'endpoint', 'lost_gpus', 'gpu_error'}
+             'servers', 'strays', 'foreign', 'endpoint', 'lost_gpus', 'gpu_error'}
 INIT_KEYS = {'system', 'pid1', 'pid1_cmdline', 'systemd_booted', 'systemd_version', 'container', 'cron_running',
              'cron'}
 CRON_KEYS = {'daemon', 'reads_cron_d', 'crontabs_dir', 'reboot_marker', 'reboot_marker_exists', 'reboot_marker_persists'}
