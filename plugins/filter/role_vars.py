@@ -16,9 +16,8 @@ __metaclass__ = type
 import glob
 import os
 
-import yaml
-
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.yaml import yaml_load
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _role_vars
 
@@ -44,7 +43,7 @@ def collection_role_vars(roles_dir=ROLES_DIR):
     specs = {}
     for path in sorted(glob.glob(os.path.join(roles_dir, '*', 'meta', 'argument_specs.yml'))):
         with open(path) as handle:
-            specs[os.path.basename(os.path.dirname(os.path.dirname(path)))] = yaml.safe_load(handle) or {}
+            specs[os.path.basename(os.path.dirname(os.path.dirname(path)))] = yaml_load(handle) or {}
     if not specs:
         raise ValueError('no meta/argument_specs.yml under %s: the collection is incomplete' % roles_dir)
     return _role_vars.declared_role_vars(specs)
