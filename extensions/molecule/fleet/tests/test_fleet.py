@@ -130,8 +130,8 @@ def test_failing_worker_stops_the_rollout_and_rolls_back(tmp_path):
     start_load(ROUTER)
     extra = tmp_path / "extra.json"
     extra.write_text(json.dumps({
-        "fleet_test_args": {"mem-fraction-static": 0.83},
-        "fleet_test_env_by_host": {"fleet-w1": {"SGLANG_DOUBLE_FAIL": "never_healthy"},
+        "scenario_test_args": {"mem-fraction-static": 0.83},
+        "scenario_test_env_by_host": {"fleet-w1": {"SGLANG_DOUBLE_FAIL": "never_healthy"},
                                    "fleet-r0": {"SGLANG_DOUBLE_FAIL": "never_healthy"}},
         "cutover_health_budget": 30,
         "cutover_health_request_timeout": 20,
@@ -187,7 +187,7 @@ def test_limit_to_one_rank_changes_nothing(tmp_path):
     before = {name: main_pid(name) for name in REPLICA}
     before_argv = main_argv("fleet-r0")
     extra = tmp_path / "extra.json"
-    extra.write_text(json.dumps({"fleet_test_args": {"mem-fraction-static": 0.81}}))
+    extra.write_text(json.dumps({"scenario_test_args": {"mem-fraction-static": 0.81}}))
     proc = subprocess.run(
         ["ansible-playbook", "-i", INVENTORY, os.path.join(REPO, "site.yml"), "-e", "@%s" % extra,
          "--limit", "fleet-r0"],
