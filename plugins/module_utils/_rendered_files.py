@@ -113,9 +113,11 @@ def unit_verify_verdict(rc, output, unit_path, unit_name):
 # Run by the interpreter of the venv that holds supervisor (not by the module's interpreter): parse one program
 # configuration file with supervisor's own parser (supervisor/options.py: UnhosedConfigParser, then
 # ServerOptions.process_groups_from_parser, which expands %(...)s and converts every value as supervisord does at its
-# start). The log directories this run creates need not exist yet: supervisor's existence check of a log file's
-# directory (datatypes.existing_dirpath) is replaced by one that notes the directory and goes on.
-# argv[1]: the file. Prints one JSON object {"error": str or null, "missing": [directories]}; exit status 0.
+# start). The log directory and the service user this run creates need not exist yet: supervisor's existence check of
+# a log file's directory (datatypes.existing_dirpath) and its user lookup (options.name_to_uid) are replaced by ones
+# that note what is missing and go on.
+# argv[1]: the file. Prints one JSON object {"error": str or null, "missing": [directories], "users": [user names]};
+# exit status 0.
 SUPERVISOR_CHECK = r'''
 import json, os, sys
 from supervisor import datatypes, options
@@ -127,6 +129,15 @@ def noting_dirpath(value):
         missing.append(directory)
     return path
 datatypes.existing_dirpath = noting_dirpath
+users = []
+known_uid = options.name_to_uid
+def noting_uid(name):
+    try:
+        return known_uid(name)
+    except ValueError:
+        users.append(name)
+        return 0
+options.name_to_uid = noting_uid
 error = None
 try:
     parser = options.UnhosedConfigParser()
@@ -136,7 +147,7 @@ try:
     options.ServerOptions().process_groups_from_parser(parser)
 except Exception as e:
     error = '%s: %s' % (type(e).__name__, e)
-print(json.dumps({'error': error, 'missing': sorted(set(missing))}))
+print(json.dumps({'error': error, 'missing': sorted(set(missing)), 'users': sorted(set(users))}))
 '''
 
 
@@ -144,13 +155,14 @@ def supervisor_check_verdict(rc, out, err):
     """What the SUPERVISOR_CHECK program (run with the supervisor venv's interpreter) says: its problems and notes.
 
     :param rc: its exit status; :param out: its standard output (one JSON object); :param err: its standard error.
-    :returns: (problems, notes): two lists of str. A directory that does not exist yet (a log directory this run
-        creates) is a note; an error of supervisor's parser, or a program that did not answer, is a problem.
+    :returns: (problems, notes): two lists of str. A directory or a user that does not exist yet (the log directory,
+        the service user this run creates) is a note; an error of supervisor's parser, or a program that did not answer, is a problem.
     """
     try:
         answer = json.loads((out or '').strip().splitlines()[-1])
     except (ValueError, IndexError):
         return ['the supervisor check did not answer (rc %d): %s' % (rc, ((err or '') + (out or '')).strip() or 'no output')], []
     problems = [answer['error']] if answer.get('error') else []
-    notes = ['the directory %s does not exist yet' % d for d in answer.get('missing') or []]
+    notes = (['the directory %s does not exist yet' % d for d in answer.get('missing') or []]
+             + ['the user %s does not exist yet' % u for u in answer.get('users') or []])
     return problems, notes

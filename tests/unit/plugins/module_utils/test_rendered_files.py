@@ -105,7 +105,8 @@ def test_unit_verify_verdict_leaves_other_units_aside_and_fails_a_silent_error()
     (0, '{"error": null, "missing": []}\n', '', ([], [])),
     (0, '{"error": "ValueError: badly formatted", "missing": ["/var/log/sglang"]}\n', '',
      (['ValueError: badly formatted'], ['the directory /var/log/sglang does not exist yet'])),
-    (0, '{"error": null, "missing": ["/var/log/sglang"]}\n', '', ([], ['the directory /var/log/sglang does not exist yet'])),
+    (0, '{"error": null, "missing": ["/var/log/sglang"], "users": ["sglang"]}\n', '',
+     ([], ['the directory /var/log/sglang does not exist yet', 'the user sglang does not exist yet'])),
     (1, '', 'ModuleNotFoundError: No module named \'supervisor\'\n',
      (["the supervisor check did not answer (rc 1): ModuleNotFoundError: No module named 'supervisor'"], [])),
 ])

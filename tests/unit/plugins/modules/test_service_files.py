@@ -301,7 +301,7 @@ def test_the_hosts_systemd_analyze_refuses_a_path_split_at_a_space_and_takes_it_
 
 PROGRAM = u'''[program:sglang]
 command=/usr/local/libexec/sglang-run
-user=root
+user=%s
 directory=%s
 stdout_logfile=%s/sglang.log
 stopsignal=TERM
@@ -312,16 +312,17 @@ def test_a_supervisor_program_is_checked_with_supervisors_own_parser(capsys, tmp
     """The interpreter of the tests has supervisor (requirements-dev): a bare % is refused as supervisord refuses it at
     its start, %% is taken; a log directory not created yet is a note."""
     program = tmp_path / 'sglang.conf'
-    bad = PROGRAM % (u'/srv/sglang work/modèles %h', tmp_path)
+    bad = PROGRAM % (USER, u'/srv/sglang work/modèles %h', tmp_path)
     out = run(capsys, {'files': [{'path': str(program), 'content': bad, 'validate': 'supervisor-program'}],
                        'supervisor_python': sys.executable})
     assert out['failed'] and "supervisor's configuration parser refuses %s" % program in out['msg']
     assert 'badly formatted' in out['msg'] and not program.exists()
-    good = PROGRAM % (u'/srv/sglang work/modèles %%h', tmp_path / 'logs')
+    good = PROGRAM % (u'sglang-not-created-yet', u'/srv/sglang work/modèles %%h', tmp_path / 'logs')
     out = run(capsys, {'files': [{'path': str(program), 'content': good, 'validate': 'supervisor-program'}],
                        'supervisor_python': sys.executable}, check=True)
     assert not out.get('failed'), out
-    assert out['validation'][0]['notes'] == ['the directory %s does not exist yet' % (tmp_path / 'logs')]
+    assert out['validation'][0]['notes'] == ['the directory %s does not exist yet' % (tmp_path / 'logs'),
+                                             'the user sglang-not-created-yet does not exist yet']
     out = run(capsys, {'files': [{'path': str(program), 'content': good, 'validate': 'supervisor-program'}],
                        'supervisor_python': str(tmp_path / 'venv' / 'bin' / 'python')})
     assert not out.get('failed') and out['validation'][0]['skipped'] is True and program.read_text() == good
