@@ -18,7 +18,7 @@ description:
     a backup of the file it replaces); owner, group and mode are then set where they differ. A file with
     O(files[].state=absent) is removed, after a backup (O(files[].backup)).
   - A file with O(files[].validate) is checked on the host before anything is written, directories included (also in
-    check mode: the check writes only into a private temporary directory, which it removes) - the wanted content is
+    check mode, since the check writes only into a private temporary directory, which it removes) - the wanted content is
     written into a private temporary directory under the file's own name, and the host's own tool reads it there; a
     file the tool refuses fails the module with the tool's message, and nothing is written.
   - The contents are rendered on the controller (the role uses the C(ansible.builtin.template) lookup); a converged
