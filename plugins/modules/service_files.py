@@ -428,7 +428,7 @@ class Files(object):
         entry['notes'] = [note.replace(tmp, path) for note in notes]
         entry['output'] = output.replace(tmp, path)
         if problems:
-            self.fail('%s refuses %s, so it was not written (nothing was): %s'
+            self.fail('%s refuses %s; nothing was written: %s'
                       % (label, path, ' '.join(problem.replace(tmp, path) for problem in problems)),
                       validation=self.result['validation'] + [entry])
         return entry
