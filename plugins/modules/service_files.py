@@ -93,8 +93,10 @@ options:
             (C(path is not absolute, ignoring), C(Unknown key)) included, since systemd would run another unit than
             the one written. A command of the unit that does not exist yet (C(is not executable - No such file or
             directory); the venv of a managed SGLang version, installed later in the run) is a note in
-            RV(validation[].notes), not a failure; the pre-flight checks the interpreter itself. Skipped, with a note,
-            where C(systemd-analyze) is missing (no systemd).
+            RV(validation[].notes), not a failure; the pre-flight checks the interpreter itself. C(EnvironmentFile=),
+            C(User=) and C(WorkingDirectory=) are not looked up by C(systemd-analyze verify) (systemd 252), so files,
+            users and directories this run creates later need not exist. Skipped, with a note, where
+            C(systemd-analyze) is missing (no systemd).
           - V(supervisor-program) - supervisor's own parser (C(supervisor.options), run by O(supervisor_python)) reads
             the content and converts every value of its C([program:NAME]) section as supervisord does at its start
             (C(%%) expansions, numbers, signals). A log directory that does not exist yet is a note. Skipped, with a
