@@ -16,7 +16,11 @@ description:
   - The service role's one remote call per phase. Directories are created with their owner, group and mode; each file
     is compared by checksum (SHA-1) with its wanted content, and only a file that differs is written (atomically, after
     a backup of the file it replaces); owner, group and mode are then set where they differ. A file with
-    O(files[].state=absent) is removed.
+    O(files[].state=absent) is removed, after a backup (O(files[].backup)).
+  - A file with O(files[].validate) is checked on the host before anything is written, directories included (also in
+    check mode, since the check writes only into a private temporary directory, which it removes) - the wanted content is
+    written into a private temporary directory under the file's own name, and the host's own tool reads it there; a
+    file the tool refuses fails the module with the tool's message, and nothing is written.
   - The contents are rendered on the controller (the role uses the C(ansible.builtin.template) lookup); a converged
     host costs one module call, whatever the number of files.
   - With O(systemd_unit), in this order - C(systemd-analyze security) measures the unit's exposure before anything is
@@ -75,15 +79,41 @@ options:
         description: Octal mode, as a string (for example V('0600')).
         type: str
       backup:
-        description: Keep a copy of a file that is replaced (C(PATH.PID.DATE@TIME~)), as M(ansible.builtin.template) does.
+        description:
+          - Keep a copy of a file that is replaced or removed (C(PATH.PID.DATE@TIME~), with its mode and owner), as
+            M(ansible.builtin.template) does; nothing is kept where there is no file.
         type: bool
         default: true
+      validate:
+        description:
+          - Check the wanted content with the host's own tool before anything is written (only with
+            O(files[].state=present)).
+          - V(systemd-unit) - C(systemd-analyze --man=no verify) of the content as a unit of the file's name. Every
+            line systemd-analyze prints about that unit fails it, the warnings after which systemd goes on
+            (C(path is not absolute, ignoring), C(Unknown key)) included, since systemd would run another unit than
+            the one written. A command of the unit that does not exist yet (C(is not executable - No such file or
+            directory); the venv of a managed SGLang version, installed later in the run) is a note in
+            RV(validation[].notes), not a failure; the pre-flight checks the interpreter itself. C(EnvironmentFile=),
+            C(User=) and C(WorkingDirectory=) are not looked up by C(systemd-analyze verify) (systemd 252), so files,
+            users and directories this run creates later need not exist. Skipped, with a note, where
+            C(systemd-analyze) is missing (no systemd).
+          - V(supervisor-program) - supervisor's own parser (C(supervisor.options), run by O(supervisor_python)) reads
+            the content and converts every value of its C([program:NAME]) section as supervisord does at its start
+            (C(%%) expansions, numbers, signals). A log directory that does not exist yet is a note. Skipped, with a
+            note, where O(supervisor_python) does not exist yet (the role installs the venv after the pre-flight).
+          - V(none) - no check.
+        type: str
+        choices: [none, systemd-unit, supervisor-program]
+        default: none
       diff:
         description:
           - Whether --diff shows this file's content. V(false) for a file that may hold secrets; its content is also
             left out of the module's invocation (only its checksum is shown).
         type: bool
         default: true
+  supervisor_python:
+    description: The interpreter of the venv that holds supervisor, for O(files[].validate=supervisor-program).
+    type: path
   systemd_unit:
     description: A systemd unit (for example V(sglang.service)) to reload, measure and enable around the files.
     type: str
@@ -104,6 +134,7 @@ attributes:
     support: full
     details:
       - Compares the files and reports what would change; writes, removes, reloads and enables nothing.
+      - O(files[].validate) runs in check mode too (it writes only into its own temporary directory).
   diff_mode:
     support: full
     details:
@@ -124,6 +155,14 @@ EXAMPLES = r'''
     systemd_unit: sglang.service
     exposure: true
     enabled: true
+
+- name: Check a rendered unit before anything changes (check mode; fails with systemd-analyze's message)
+  inferops.sglang.service_files:
+    files:
+      - path: /etc/systemd/system/sglang.service
+        content: "{{ lookup('ansible.builtin.template', 'sglang.service.j2') }}"
+        validate: systemd-unit
+  check_mode: true
 
 - name: Create the directories and render the environment file (its content is never shown)
   inferops.sglang.service_files:
@@ -174,9 +213,31 @@ files:
       description: SHA-1 of its content after this call (the wanted one in check mode); null when there is no file.
       type: str
     backup_file:
-      description: The copy kept of the replaced file; only where one was kept.
+      description: The copy kept of the replaced or removed file; only where one was kept.
       type: str
-      returned: when a file was replaced with O(files[].backup)
+      returned: when a file was replaced or removed with O(files[].backup), not in check mode
+validation:
+  description: One entry per file with O(files[].validate) other than V(none), in their order; all passed.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The file.
+      type: str
+    validate:
+      description: The check (V(systemd-unit), V(supervisor-program)).
+      type: str
+    skipped:
+      description: Whether the check could not run here (its tool is missing); RV(validation[].notes) says why.
+      type: bool
+    notes:
+      description: What the check noted without failing (a command or directory that does not exist yet, why it was skipped).
+      type: list
+      elements: str
+    output:
+      description: The tool's output, the temporary path replaced by the file's path.
+      type: str
 files_changed:
   description: Whether any file changed (the directories and the unit's enablement left aside).
   returned: always
@@ -209,12 +270,14 @@ enabled_now:
 
 import os
 import pwd
+import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 from ansible_collections.inferops.sglang.plugins.module_utils._rendered_files import (
-    checksum, file_action, hand_over_needed, is_enabled, text_diff)
+    SUPERVISOR_CHECK, VALIDATORS, checksum, file_action, hand_over_needed, is_enabled, supervisor_check_verdict,
+    text_diff, unit_verify_verdict)
 
 
 def owner_name(uid):
@@ -243,7 +306,7 @@ class Files(object):
         self.module = module
         self.check = module.check_mode
         self.result = {'changed': False, 'directories': [], 'files': [], 'files_changed': False, 'daemon_reloaded': False,
-                       'enabled': None, 'enabled_changed': False, 'enabled_now': None}
+                       'enabled': None, 'enabled_changed': False, 'enabled_now': None, 'validation': []}
         self.diffs = []
 
     def attributes(self, spec, path=None):
@@ -302,6 +365,8 @@ class Files(object):
         entry = {'path': path, 'changed': action != 'none', 'content_changed': action != 'none',
                  'checksum': checksum(wanted) if wanted is not None else None}
         if action == 'remove' and not self.check:
+            if spec['backup']:
+                entry['backup_file'] = self.module.backup_local(path)
             os.unlink(path)
         elif action == 'write' and not self.check:
             if before is not None and spec['backup']:
@@ -323,6 +388,51 @@ class Files(object):
                                             spec['content']))
         else:
             self.attribute_diff(diff)
+        return entry
+
+    def validate(self, spec):
+        """Check one file's wanted content with the host's tool (files[].validate); fail, naming the tool's message,
+        when it refuses it. Returns the entry of RV(validation)."""
+        path = spec['path']
+        kind = spec['validate']
+        entry = {'path': path, 'validate': kind, 'skipped': False, 'notes': [], 'output': ''}
+        if kind == 'systemd-unit':
+            tool = self.module.get_bin_path('systemd-analyze')
+            if not tool:
+                entry.update(skipped=True, notes=['systemd-analyze is not installed here (no systemd): %s was not verified' % path])
+                return entry
+            label = 'systemd-analyze verify'
+        else:
+            tool = self.module.params['supervisor_python']
+            if not tool:
+                self.fail('files[].validate supervisor-program needs supervisor_python (the supervisor venv\'s interpreter)')
+            if not os.access(tool, os.X_OK):
+                entry.update(skipped=True, notes=['%s does not exist yet (the supervisor venv is installed later in the run): '
+                                                  '%s was not checked' % (tool, path)])
+                return entry
+            label = "supervisor's configuration parser"
+        # A private directory (mode 0700), the file under its own name: systemd takes the unit's name from it.
+        tmpdir = tempfile.mkdtemp(prefix='inferops-sglang-validate.')
+        try:
+            tmp = os.path.join(tmpdir, os.path.basename(path))
+            with open(tmp, 'wb') as f:
+                f.write(to_bytes(spec['content']))
+            if kind == 'systemd-unit':
+                rc, out, err = self.module.run_command([tool, '--man=no', 'verify', tmp])
+                output = '\n'.join(part.strip() for part in (out, err) if part and part.strip())
+                problems, notes = unit_verify_verdict(rc, output, tmp, os.path.basename(path))
+            else:
+                rc, out, err = self.module.run_command([tool, '-c', SUPERVISOR_CHECK, tmp])
+                output = '\n'.join(part.strip() for part in (out, err) if part and part.strip())
+                problems, notes = supervisor_check_verdict(rc, out, err)
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+        entry['notes'] = [note.replace(tmp, path) for note in notes]
+        entry['output'] = output.replace(tmp, path)
+        if problems:
+            self.fail('%s refuses %s; nothing was written: %s'
+                      % (label, path, ' '.join(problem.replace(tmp, path) for problem in problems)),
+                      validation=self.result['validation'] + [entry])
         return entry
 
     def attribute_diff(self, diff):
@@ -359,6 +469,12 @@ class Files(object):
         unit = params['systemd_unit']
         if (params['exposure'] or params['enabled'] is not None) and not unit:
             self.fail('exposure and enabled need systemd_unit (the unit to measure or enable)')
+        # Every check before anything is written: a refused file leaves the host as it was.
+        for spec in params['files']:
+            if spec['validate'] != 'none' and spec['state'] == 'present':
+                if spec.get('content') is None:
+                    self.fail('files[].content is required for %s (state present)' % spec['path'])
+                self.result['validation'].append(self.validate(spec))
         self.result['directories'] = [self.directory(spec) for spec in params['directories']]
         if params['exposure']:
             self.result['exposure'] = {'before': self.exposure(unit), 'after': None}
@@ -402,13 +518,15 @@ def main():
     file_spec = dict(path=dict(type='path', required=True), content=dict(type='str', no_log=True),
                      state=dict(type='str', choices=['present', 'absent'], default='present'),
                      owner=dict(type='str'), group=dict(type='str'), mode=dict(type='str'),
-                     backup=dict(type='bool', default=True), diff=dict(type='bool', default=True))
+                     backup=dict(type='bool', default=True), diff=dict(type='bool', default=True),
+                     validate=dict(type='str', choices=list(VALIDATORS), default='none'))
     dir_spec = dict(path=dict(type='path', required=True), owner=dict(type='str'), group=dict(type='str'),
                     mode=dict(type='str'))
     module = AnsibleModule(
         argument_spec=dict(
             directories=dict(type='list', elements='dict', options=dir_spec, default=[]),
             files=dict(type='list', elements='dict', options=file_spec, default=[]),
+            supervisor_python=dict(type='path'),
             systemd_unit=dict(type='str'),
             exposure=dict(type='bool', default=False),
             enabled=dict(type='bool'),

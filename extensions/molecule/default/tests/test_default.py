@@ -5,6 +5,7 @@ Each test asserts one item of the acceptance list; the unit check prints the jou
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -13,11 +14,24 @@ import pytest
 
 import testinfra.utils.ansible_runner
 
-HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts("all")
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("all")
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+GROUP_VARS = os.path.join(REPO, "inventory", "demo", "group_vars", "sglang_servers.yml")
 REF = os.path.join(os.path.dirname(__file__), "..", "..", "resources", "reference")
 UNIT = "sglang.service"
 VENV_PY = "/root/ml-env/bin/python3"
 RECORD = "/root/production_v2.md"
+# The working directory of the hand-started server and of the unit (prepare.yml, converge.yml): a space, UTF-8 and a
+# systemd specifier, which the unit must carry literally.
+WORKDIR = "/srv/sglang work/modèles %h"
+# The unit's D-Bus object (systemd escapes "." as "_2e").
+UNIT_OBJECT = "/org/freedesktop/systemd1/unit/sglang_2eservice"
+# A directory name that would add a line to a unit written without care (field case): refused by the pre-flight.
+NEWLINE_DIR = '/srv/adopt\nExecStartPre=+/bin/sh -c "id > /pwned-root"'
+SECOND_PORT = 30005
+# The tasks of the service pre-flight (roles/service/tasks/preflight.yml) that may refuse a value.
+PREFLIGHT_TASKS = ("Look at the host for the service", "Check the pre-flight", "Verify the unit or program")
 
 # Read every process of the host: pid, cmdline, cgroup, environ (as the kernel shows them).
 PS_SNIPPET = r"""
@@ -163,6 +177,102 @@ class TestService:
         assert host.file("/etc/sglang/sglang.env").mode == 0o600
         cuda_env = host.file("/etc/sglang/cuda.env").content_string
         assert 'NCCL_PROTO="LL"' in cuda_env and 'CUDA_HOME="/usr/local/cuda-13.0"' in cuda_env
+
+
+def unit_property(host, name):
+    """One property of the unit as systemd's D-Bus API gives it (JSON: no splitting at spaces, no escaping)."""
+    out = host.check_output("busctl --json=short get-property org.freedesktop.systemd1 %s org.freedesktop.systemd1.Service %s",
+                            UNIT_OBJECT, name)
+    return json.loads(out)["data"]
+
+
+def health_status(host, port):
+    return host.run(
+        "python3 -c %s",
+        "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:%d/health', timeout=30).status)" % port,
+    ).stdout.strip()
+
+
+def site(tmp_path, extra):
+    """Run site.yml against the scenario's host with extra variables, as an operator would; return (rc, output)."""
+    extra_file = tmp_path / "extra.json"
+    extra_file.write_text(json.dumps(extra))
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", INVENTORY, os.path.join(REPO, "site.yml"), "-e", "@%s" % extra_file],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, timeout=600,
+        env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"), check=False,
+    )
+    return proc.returncode, proc.stdout
+
+
+@pytest.mark.parametrize("host", HOSTS, indirect=True)
+class TestWorkingDirectory:
+    """Field case: a working directory with a space, UTF-8 and a % reaches systemd exactly as written."""
+
+    def test_unit_and_server_work_in_the_directory_exactly(self, host):
+        assert host.check_output("systemctl show -p WorkingDirectory --value %s", UNIT) == WORKDIR
+        assert unit_property(host, "WorkingDirectory") == WORKDIR
+        assert host.check_output("readlink /proc/%s/cwd", str(main_pid(host))) == WORKDIR
+
+    def test_installed_unit_passes_systemd_analyze_verify(self, host):
+        result = host.run("systemd-analyze --man=no verify /etc/systemd/system/%s", UNIT)
+        about_unit = [line for line in (result.stdout + result.stderr).splitlines() if UNIT in line]
+        assert result.rc == 0 and about_unit == [], result.stdout + result.stderr
+
+    def test_read_write_paths_hold_the_directory_unsplit(self, host):
+        paths = unit_property(host, "ReadWritePaths")
+        assert WORKDIR in paths, paths
+        assert not {"/srv/sglang", "work/modèles", "%h", "/root"} & set(paths), paths
+        # systemctl show writes a list with spaces between its entries: an entry holding a space is not written as
+        # such (systemd prints it as [unprintable]); the pieces of a split path never appear on their own.
+        shown = host.check_output("systemctl show -p ReadWritePaths --value %s", UNIT).split()
+        assert "/srv/sglang" not in shown and "work/modèles" not in shown, shown
+
+
+@pytest.mark.parametrize("host", HOSTS, indirect=True)
+class TestRefusal:
+    """Field case: a second hand-started server whose working directory holds a line break and a unit directive is
+    refused by the pre-flight, before anything is stopped or written."""
+
+    def test_a_working_directory_with_a_line_break_is_refused_in_the_preflight(self, host, tmp_path):
+        import yaml
+
+        unit_before = host.file("/etc/systemd/system/%s" % UNIT).content_string
+        serving = main_pid(host)
+        host.run_expect([0], "mkdir -p -- %s /tmp/adopt-gpus", NEWLINE_DIR)
+        host.run_expect([0], "cd -- %s && setsid nohup env -i SGLANG_DOUBLE_LOAD_SECONDS=1 SGLANG_DOUBLE_REQUIRE_TOOLS=0 "
+                             "SGLANG_DOUBLE_GPU_DIR=/tmp/adopt-gpus PATH=/root/ml-env/bin:/usr/local/cuda-13.0/bin:/usr/bin:/bin "
+                             "/root/ml-env/bin/python3 -m sglang.launch_server --model-path /shared/kimi-k2.5-int4 "
+                             "--port %s >/root/adopt-newline.log 2>&1 < /dev/null & echo $! > /root/adopt-newline.pid",
+                         NEWLINE_DIR, str(SECOND_PORT))
+        try:
+            stray = int(host.file("/root/adopt-newline.pid").content_string.strip())
+            deadline = time.time() + 60
+            while health_status(host, SECOND_PORT) != "200" and time.time() < deadline:
+                time.sleep(1)
+            assert health_status(host, SECOND_PORT) == "200", host.file("/root/adopt-newline.log").content_string
+            assert host.check_output("readlink /proc/%s/cwd", str(stray)) == NEWLINE_DIR
+
+            with open(GROUP_VARS) as handle:
+                args = dict(yaml.safe_load(handle)["service_server_args"], port=SECOND_PORT)
+            rc, out = site(tmp_path, {"service_server_args": args, "service_adopt": True})
+
+            assert rc != 0, out[-4000:]
+            first_fatal = out.index("fatal: [")
+            task = out[:first_fatal].rsplit("TASK [", 1)[1].split("]", 1)[0]
+            assert task.startswith("inferops.sglang.service : ") and any(name in task for name in PREFLIGHT_TASKS), (
+                task, out[-4000:])
+            failure = out[first_fatal:out.index("PLAY RECAP")]
+            assert re.search(r"working[ _]director|cwd", failure, re.I), failure
+            assert "TASK [inferops.sglang.service : Render the systemd unit]" not in out
+            assert not host.file("/pwned-root").exists
+            assert host.process.filter(pid=stray), "the hand-started server was stopped"
+            assert health_status(host, SECOND_PORT) == "200"
+            assert host.file("/etc/systemd/system/%s" % UNIT).content_string == unit_before
+            assert main_pid(host) == serving
+        finally:
+            host.run("kill $(cat /root/adopt-newline.pid)")
+            host.run("rm -rf -- %s", "/srv/" + NEWLINE_DIR.split("/")[2])
 
 
 @pytest.mark.parametrize("host", HOSTS, indirect=True)

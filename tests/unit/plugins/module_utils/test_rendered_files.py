@@ -63,3 +63,52 @@ def test_text_diff():
     assert new['before'] == '' and new['before_header'] == '/etc/x (absent)'
     gone = rf.text_diff('/etc/x', 'a\n', None)
     assert gone['after'] == '' and gone['after_header'] == '/etc/x (absent)'
+
+
+# systemd-analyze verify's lines as systemd 252 prints them (Debian 12), for a unit given as /tmp/d/sglang.service.
+VERIFY_PATH = '/tmp/d/sglang.service'
+
+
+def test_unit_verify_verdict_takes_the_warnings_systemd_goes_on_after_as_problems():
+    """rc 0 after a ReadWritePaths= split at a space: systemd would run another unit than the one written."""
+    output = ('/tmp/d/sglang.service:31: ReadWritePaths= path is not absolute, ignoring: work/modèles\n'
+              '/tmp/d/sglang.service:8: Unknown key \'ProtectFoo\' in section [Service], ignoring.\n')
+    problems, notes = rf.unit_verify_verdict(0, output, VERIFY_PATH, 'sglang.service')
+    assert problems == output.splitlines() and notes == []
+
+
+def test_unit_verify_verdict_notes_a_command_that_does_not_exist_yet():
+    output = 'sglang.service: Command /opt/sglang/venvs/0.5.9/bin/python3 is not executable: No such file or directory\n'
+    problems, notes = rf.unit_verify_verdict(1, output, VERIFY_PATH, 'sglang.service')
+    assert problems == [] and notes == [output.strip()]
+
+
+def test_unit_verify_verdict_fails_a_command_that_exists_and_cannot_run_and_a_fatal_setting():
+    output = ('sglang.service: Command /opt/x/python3 is not executable: Permission denied\n'
+              '/tmp/d/sglang.service:21: WorkingDirectory= path is not absolute: "/srv/a b"\n'
+              'sglang.service: Unit configuration has fatal error, unit will not be started.\n'
+              'Unit sglang.service has a bad unit file setting.\n')
+    problems, notes = rf.unit_verify_verdict(1, output, VERIFY_PATH, 'sglang.service')
+    assert problems == output.splitlines() and notes == []
+
+
+def test_unit_verify_verdict_leaves_other_units_aside_and_fails_a_silent_error():
+    other = '/lib/systemd/system/foo.service:3: Unknown key \'X\' in section [Unit], ignoring.\n'
+    assert rf.unit_verify_verdict(0, other, VERIFY_PATH, 'sglang.service') == ([], [])
+    assert rf.unit_verify_verdict(0, '', VERIFY_PATH, 'sglang.service') == ([], [])
+    problems, notes = rf.unit_verify_verdict(1, 'Failed to initialize manager: Permission denied\n', VERIFY_PATH,
+                                             'sglang.service')
+    assert problems == ['systemd-analyze verify exited with status 1: Failed to initialize manager: Permission denied']
+
+
+@pytest.mark.parametrize('rc,out,err,verdict', [
+    (0, '{"error": null, "missing": []}\n', '', ([], [])),
+    (0, '{"error": "ValueError: badly formatted", "missing": ["/var/log/sglang"]}\n', '',
+     (['ValueError: badly formatted'], ['the directory /var/log/sglang does not exist yet'])),
+    (0, '{"error": null, "missing": ["/var/log/sglang"], "users": ["sglang"]}\n', '',
+     ([], ['the directory /var/log/sglang does not exist yet', 'the user sglang does not exist yet'])),
+    (1, '', 'ModuleNotFoundError: No module named \'supervisor\'\n',
+     (["the supervisor check did not answer (rc 1): ModuleNotFoundError: No module named 'supervisor'"], [])),
+])
+def test_supervisor_check_verdict(rc, out, err, verdict):
+    assert rf.supervisor_check_verdict(rc, out, err) == verdict

@@ -13,6 +13,9 @@ import grp
 import json
 import os
 import pwd
+import shutil
+import stat
+import sys
 
 import pytest
 
@@ -31,12 +34,18 @@ class FakeSystemd(object):
     def __init__(self, enabled='enabled'):
         self.enabled = enabled
         self.calls = []
+        self.verify = (0, '')     # systemd-analyze verify's exit status and output (it logs to standard error)
+        self.verified = []        # (path, content) of each unit verified, read while verify runs
 
     def run_command(self, args, **kwargs):
         args = [os.path.basename(args[0])] + list(args[1:])
         self.calls.append(args)
         if args[:2] == ['systemd-analyze', 'security']:
             return 0, '→ Overall exposure level for %s: %s OK\n' % (args[-1], '2.1' if self.reloaded() else '9.6'), ''
+        if args[:3] == ['systemd-analyze', '--man=no', 'verify']:
+            with open(args[3]) as f:
+                self.verified.append((args[3], f.read()))
+            return self.verify[0], '', self.verify[1].replace('UNIT_PATH', args[3])
         if args[:2] == ['systemctl', 'is-enabled']:
             return (0 if self.enabled == 'enabled' else 1), self.enabled + '\n', ''
         if args[:1] == ['systemctl'] and args[1] in ('enable', 'disable'):
@@ -215,3 +224,107 @@ def test_diffs_of_directories_and_removals_show_states_never_contents(capsys, tm
         {'before': {'path': str(conf), 'state': 'file'}, 'after': {'path': str(conf), 'state': 'absent'}},
         {'before': {'path': str(env), 'mode': '0644'}, 'after': {'path': str(env), 'mode': '0600'}}]
     assert 'hf_' not in json.dumps(out)
+
+
+def test_an_absent_file_is_backed_up_with_its_mode_before_it_goes(capsys, tmp_path):
+    """A file the collection stops managing (the secret --config file) is kept as PATH.PID.DATE@TIME~, mode kept."""
+    conf = tmp_path / 'sglang-secrets.yaml'
+    conf.write_text(u'api-key: "x"\n')
+    os.chmod(str(conf), 0o600)
+    planned = run(capsys, {'files': [{'path': str(conf), 'state': 'absent'}]}, check=True)
+    assert 'backup_file' not in planned['files'][0] and not glob.glob(str(conf) + '.*~')
+    done = run(capsys, {'files': [{'path': str(conf), 'state': 'absent'}]})
+    backup = done['files'][0]['backup_file']
+    assert glob.glob(str(conf) + '.*~') == [backup] and not conf.exists()
+    assert open(backup).read() == u'api-key: "x"\n' and stat.S_IMODE(os.stat(backup).st_mode) == 0o600
+    again = run(capsys, {'files': [{'path': str(conf), 'state': 'absent'}]})
+    assert again['changed'] is False and 'backup_file' not in again['files'][0]
+    gone = tmp_path / 'other.yaml'
+    gone.write_text(u'x')
+    out = run(capsys, {'files': [{'path': str(gone), 'state': 'absent', 'backup': False}]})
+    assert 'backup_file' not in out['files'][0] and not glob.glob(str(gone) + '.*~')
+
+
+def validated_unit(path, content=UNIT, **kwargs):
+    return dict({'files': [{'path': str(path), 'content': content, 'validate': 'systemd-unit'}]}, **kwargs)
+
+
+def test_a_unit_systemd_would_change_is_refused_before_anything_is_written(capsys, tmp_path, systemd):
+    """systemd-analyze goes on (rc 0) after splitting ReadWritePaths= at a space: the module fails with its message,
+    naming the unit's own path, and writes nothing - no directory, no unit, no reload."""
+    unit = tmp_path / 'sglang.service'
+    unit.write_text(UNIT.replace('30000', '30001'))
+    systemd.verify = (0, 'UNIT_PATH:31: ReadWritePaths= path is not absolute, ignoring: work/modèles\n')
+    args = validated_unit(unit, systemd_unit='sglang.service',
+                          directories=[{'path': str(tmp_path / 'new')}])
+    out = run(capsys, args)
+    assert out['failed'] and "%s:31: ReadWritePaths= path is not absolute, ignoring: work/modèles" % unit in out['msg']
+    assert 'systemd-analyze verify refuses %s' % unit in out['msg'] and 'inferops-sglang-validate' not in out['msg']
+    assert '30001' in unit.read_text() and not (tmp_path / 'new').exists() and not glob.glob(str(unit) + '.*~')
+    assert ['systemctl', 'daemon-reload'] not in systemd.calls
+    # The tool read the wanted content under the unit's own name, in a private directory removed afterwards.
+    (seen, content), = systemd.verified
+    assert os.path.basename(seen) == 'sglang.service' and content == UNIT and not os.path.exists(os.path.dirname(seen))
+
+
+def test_validation_runs_in_check_mode_and_notes_a_command_not_installed_yet(capsys, tmp_path, systemd):
+    unit = tmp_path / 'sglang.service'
+    systemd.verify = (1, 'sglang.service: Command /usr/bin/python3 is not executable: No such file or directory\n')
+    out = run(capsys, validated_unit(unit), check=True)
+    assert not out.get('failed') and out['changed'] is True and not unit.exists()
+    assert out['validation'] == [{'path': str(unit), 'validate': 'systemd-unit', 'skipped': False,
+                                  'notes': ['sglang.service: Command /usr/bin/python3 is not executable: No such file or directory'],
+                                  'output': 'sglang.service: Command /usr/bin/python3 is not executable: No such file or directory'}]
+
+
+def test_validation_is_skipped_with_a_note_without_systemd_analyze(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(AnsibleModule, 'get_bin_path', lambda module, name, *a, **kw: None)
+    unit = tmp_path / 'sglang.service'
+    out = run(capsys, validated_unit(unit))
+    assert not out.get('failed') and unit.read_text() == UNIT
+    assert out['validation'][0]['skipped'] is True and 'systemd-analyze is not installed' in out['validation'][0]['notes'][0]
+
+
+@pytest.mark.skipif(not shutil.which('systemd-analyze'), reason='needs systemd-analyze')
+def test_the_hosts_systemd_analyze_refuses_a_path_split_at_a_space_and_takes_it_quoted(capsys, tmp_path):
+    """With the real tool: a working directory with a space, UTF-8 and a % (field case)."""
+    unit = tmp_path / 'sglang.service'
+    split = UNIT.replace('--port 30000\n', '--port 30000\nReadWritePaths=/srv/sglang work/modèles %%h\n')
+    out = run(capsys, validated_unit(unit, split.replace('/usr/bin/python3', sys.executable)))
+    assert out['failed'] and 'ReadWritePaths= path is not absolute, ignoring: work/modèles' in out['msg'], out
+    assert not unit.exists()
+    quoted = UNIT.replace('--port 30000\n', '--port 30000\nWorkingDirectory=/srv/sglang work/modèles %%h\n'
+                                             'ReadWritePaths="/srv/sglang work/modèles %%h"\n')
+    out = run(capsys, validated_unit(unit, quoted.replace('/usr/bin/python3', sys.executable)))
+    assert not out.get('failed') and out['validation'][0]['notes'] == [], out
+
+
+PROGRAM = u'''[program:sglang]
+command=/usr/local/libexec/sglang-run
+user=%s
+directory=%s
+stdout_logfile=%s/sglang.log
+stopsignal=TERM
+'''
+
+
+def test_a_supervisor_program_is_checked_with_supervisors_own_parser(capsys, tmp_path):
+    """The interpreter of the tests has supervisor (requirements-dev): a bare % is refused as supervisord refuses it at
+    its start, %% is taken; a log directory not created yet is a note."""
+    program = tmp_path / 'sglang.conf'
+    bad = PROGRAM % (USER, u'/srv/sglang work/modèles %h', tmp_path)
+    out = run(capsys, {'files': [{'path': str(program), 'content': bad, 'validate': 'supervisor-program'}],
+                       'supervisor_python': sys.executable})
+    assert out['failed'] and "supervisor's configuration parser refuses %s" % program in out['msg']
+    assert 'badly formatted' in out['msg'] and not program.exists()
+    good = PROGRAM % (u'sglang-not-created-yet', u'/srv/sglang work/modèles %%h', tmp_path / 'logs')
+    out = run(capsys, {'files': [{'path': str(program), 'content': good, 'validate': 'supervisor-program'}],
+                       'supervisor_python': sys.executable}, check=True)
+    assert not out.get('failed'), out
+    assert out['validation'][0]['notes'] == ['the directory %s does not exist yet' % (tmp_path / 'logs'),
+                                             'the user sglang-not-created-yet does not exist yet']
+    out = run(capsys, {'files': [{'path': str(program), 'content': good, 'validate': 'supervisor-program'}],
+                       'supervisor_python': str(tmp_path / 'venv' / 'bin' / 'python')})
+    assert not out.get('failed') and out['validation'][0]['skipped'] is True and program.read_text() == good
+    out = run(capsys, {'files': [{'path': str(program), 'content': good, 'validate': 'supervisor-program'}]})
+    assert out['failed'] and 'needs supervisor_python' in out['msg']
