@@ -100,13 +100,14 @@ def is_holder_argv(argv, run_id):
     return len(args) >= 5 and args[-4:-1] == [HOLDER_CODE, HOLDER_MARKER, run_id] and args[-5] == '-c'
 
 
-def busy_decision(owner, run_id, waited, wait):
+def busy_decision(owner, run_id, waited, wait, holder_running=True):
     """What a run does when the lock is taken: ``ours`` (the record is this run's: it holds the lock already),
     ``wait`` (poll again) or ``fail`` (``wait`` seconds have passed; RECORD_GRACE_S more while the lock has no
-    record yet)."""
+    record yet, or while the holder it names is no longer running: it is exiting and its descriptor, hence the
+    flock, is closed last)."""
     if owner and owner.get('run_id') == run_id:
         return 'ours'
-    if not owner:
+    if not owner or not holder_running:
         return 'wait' if waited < wait + RECORD_GRACE_S else 'fail'
     return 'wait' if waited < wait else 'fail'
 
@@ -223,7 +224,7 @@ def acquire(path, run_id, controller, playbook, wait, timeout, clock=time.time, 
         finally:
             os.close(fd)
         now = clock()
-        decision = busy_decision(owner, run_id, now - started, wait)
+        decision = busy_decision(owner, run_id, now - started, wait, holder_alive(owner))
         if decision == 'ours':
             return {'result': 'ours', 'owner': owner, 'stale': None, 'waited': round(now - started, 1)}
         if decision == 'fail':

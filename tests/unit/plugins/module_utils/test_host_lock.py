@@ -63,6 +63,9 @@ def test_a_taken_lock_is_waited_for_then_fails_unless_it_is_this_runs():
     # Taken a moment ago, its record not written yet: read again for a little while.
     assert _host_lock.busy_decision({}, 'r2', 0.5, 0) == 'wait'
     assert _host_lock.busy_decision({}, 'r2', _host_lock.RECORD_GRACE_S, 0) == 'fail'
+    # A holder that no longer runs but still holds the flock is exiting (its files are closed last): the same grace.
+    assert _host_lock.busy_decision(other, 'r2', 0.5, 0, holder_running=False) == 'wait'
+    assert _host_lock.busy_decision(other, 'r2', _host_lock.RECORD_GRACE_S, 0, holder_running=False) == 'fail'
 
 
 # The lock with real processes.

@@ -111,7 +111,7 @@ def test_collection_supervisor_socket_is_the_service_roles():
     with open(os.path.join(repo, 'roles', 'service', 'vars', 'main.yml')) as f:
         assert '_service_supervisor_socket: %s\n' % _supervisors.COLLECTION_SUPERVISOR_SOCKET in f.read()
     with open(os.path.join(repo, 'roles', 'service', 'templates', 'supervisord.conf.j2')) as f:
-        assert 'file={{ _service_supervisor_socket }}' in f.read()
+        assert 'file={{ _service_supervisor_socket | inferops.sglang.supervisor_value }}' in f.read()
 
 
 @pytest.mark.parametrize('argv, comm, expected', [
