@@ -15,7 +15,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import one_line
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import one_line
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.data import config_yaml, py_str, yaml_scalar
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.envfile import environment_file_line
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.markdown import md_cell, md_code, md_fence, md_inline

@@ -27,7 +27,6 @@ import fcntl
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -183,19 +182,49 @@ def peek(path, now=None):
         os.close(fd)
 
 
+def _start_detached(argv, keep_fd):
+    """fork and exec ``argv`` (list of str; argv[0] an absolute path) in a session of its own, in ``/``, with stdin,
+    stdout and stderr on /dev/null and no descriptor of this process but ``keep_fd`` (kept at its number). Returns
+    the child's pid; the child never returns here (status 127 when the exec fails). subprocess.Popen does the same,
+    but module_utils run commands through run_command, which waits for them; the holder must outlive the module."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            os.chdir('/')
+            null = os.open(os.devnull, os.O_RDWR)
+            for target in (0, 1, 2):
+                os.dup2(null, target)
+            highest = os.sysconf('SC_OPEN_MAX') if hasattr(os, 'sysconf') else 65536
+            os.closerange(3, keep_fd)
+            os.closerange(keep_fd + 1, max(highest, keep_fd + 2))
+            os.set_inheritable(keep_fd, True)
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    return pid
+
+
+def _exited(pid):
+    """Whether the child ``pid`` of this process has exited (it is reaped then)."""
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] == pid
+    except OSError as exc:
+        if exc.errno == errno.ECHILD:
+            return True
+        raise
+
+
 def _spawn_holder(fd, run_id, timeout, clock, sleep):
     """Start the detached holder with ``fd`` inherited; returns its pid once it runs the holder's code (so that a
     release right after finds it by its command line). Raises OSError when it does not start."""
-    process = subprocess.Popen(
-        [sys.executable, '-c', HOLDER_CODE, HOLDER_MARKER, run_id, '%d' % int(timeout)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        close_fds=True, pass_fds=(fd,), start_new_session=True, cwd='/')
+    pid = _start_detached([sys.executable, '-c', HOLDER_CODE, HOLDER_MARKER, run_id, '%d' % int(timeout)], fd)
     deadline = clock() + HOLDER_START_S
-    while not is_holder_argv(_proc_argv(process.pid), run_id):
-        if process.poll() is not None or clock() >= deadline:
+    while not is_holder_argv(_proc_argv(pid), run_id):
+        if _exited(pid) or clock() >= deadline:
             raise OSError(errno.ECHILD, 'the lock holder (%s -c ...) did not start' % sys.executable)
         sleep(0.01)
-    return process.pid
+    return pid
 
 
 def acquire(path, run_id, controller, playbook, wait, timeout, clock=time.time, sleep=time.sleep):

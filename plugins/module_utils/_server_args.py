@@ -41,12 +41,8 @@ import re
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import is_secret_flag
 from ansible_collections.inferops.sglang.plugins.module_utils._nvidia_smi import tp_unusable_reason
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process.cmdline import SETTING_FLAGS, config_values
-# The writers of unit command lines and environment files live in _writers; re-exported for existing callers.
-from ansible_collections.inferops.sglang.plugins.module_utils._writers.envfile import environment_file_line  # noqa: F401
-from ansible_collections.inferops.sglang.plugins.module_utils._writers.systemd import (  # noqa: F401
-    systemd_command_line,
-    systemd_quote,
-)
+# The writer of environment files lives in _writers (one writer per format).
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.envfile import environment_file_line
 
 _ENV_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 _NUMBER_RE = re.compile(r'^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$')

@@ -160,8 +160,8 @@ def _present(module, params):
                         % (_host_lock.describe_owner(owner, now), params['wait']))
             module.exit_json(changed=False, lock=owner, stale=None, waited=0.0,
                              msg='Would wait for the lock (check mode takes none).')
-        module.exit_json(changed=True, lock={}, stale=None, waited=0.0, diff=_diff('unlocked', 'locked by run %s'
-                                                                                 % params['run_id']),
+        module.exit_json(changed=True, lock={}, stale=None, waited=0.0,
+                         diff=_diff('unlocked', 'locked by run %s' % params['run_id']),
                          msg='Would take the lock (check mode takes none).')
     result = _host_lock.acquire(params['path'], params['run_id'], params['controller'], params['playbook'],
                                 params['wait'], params['timeout'])

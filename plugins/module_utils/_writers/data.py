@@ -17,7 +17,9 @@ literal of ASCII characters only, every other one as ``\\xNN``/``\\uNNNN``/``\\U
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import Unwritable, as_text, char_phrase
+import math
+
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import Unwritable, as_text, char_phrase
 
 
 def _escape(ch):
@@ -49,7 +51,7 @@ def yaml_scalar(value):
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        if value != value or value in (float('inf'), float('-inf')):
+        if math.isnan(value) or math.isinf(value):
             raise Unwritable('is not a finite number, which the YAML writer does not write')
         text = repr(value)
         mantissa, e, exponent = text.partition('e')

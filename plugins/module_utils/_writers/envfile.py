@@ -18,7 +18,7 @@ holds a control character other than tab (``strv_env_clean``), so those are refu
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import Unwritable, refuse_chars
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import Unwritable, refuse_chars
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.systemd import ENV_NAME_RE
 
 

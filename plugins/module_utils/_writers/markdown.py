@@ -20,7 +20,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import as_text
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import as_text
 
 _BACKTICKS = re.compile('`+')
 _LINE_BREAKS = re.compile('\r\n|[\r\n]')

@@ -10,7 +10,7 @@ value), so that a role fails before anything on the host changes instead of half
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import Unwritable, one_line
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import Unwritable, one_line
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.data import config_yaml, py_str, yaml_scalar
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.envfile import environment_file_line
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.shell import shell_word

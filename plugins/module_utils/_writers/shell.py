@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import shlex
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import Unwritable, as_text, char_phrase
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import Unwritable, as_text, char_phrase
 
 
 def shell_word(value):

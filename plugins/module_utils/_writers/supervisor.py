@@ -19,7 +19,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import Unwritable, as_text, refuse_chars
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import Unwritable, as_text, refuse_chars
 
 _NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.@+-]*\Z')
 

@@ -244,7 +244,7 @@ class TestRefusal:
                              "SGLANG_DOUBLE_GPU_DIR=/tmp/adopt-gpus PATH=/root/ml-env/bin:/usr/local/cuda-13.0/bin:/usr/bin:/bin "
                              "/root/ml-env/bin/python3 -m sglang.launch_server --model-path /shared/kimi-k2.5-int4 "
                              "--port %s >/root/adopt-newline.log 2>&1 < /dev/null & echo $! > /root/adopt-newline.pid",
-                         NEWLINE_DIR, str(SECOND_PORT))
+                        NEWLINE_DIR, str(SECOND_PORT))
         try:
             stray = int(host.file("/root/adopt-newline.pid").content_string.strip())
             deadline = time.time() + 60

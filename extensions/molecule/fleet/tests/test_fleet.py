@@ -132,7 +132,7 @@ def test_failing_worker_stops_the_rollout_and_rolls_back(tmp_path):
     extra.write_text(json.dumps({
         "scenario_test_args": {"mem-fraction-static": 0.83},
         "scenario_test_env_by_host": {"fleet-w1": {"SGLANG_DOUBLE_FAIL": "never_healthy"},
-                                   "fleet-r0": {"SGLANG_DOUBLE_FAIL": "never_healthy"}},
+                                      "fleet-r0": {"SGLANG_DOUBLE_FAIL": "never_healthy"}},
         "cutover_health_budget": 30,
         "cutover_health_request_timeout": 20,
     }))

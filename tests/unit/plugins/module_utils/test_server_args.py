@@ -20,8 +20,8 @@ from ansible_collections.inferops.sglang.plugins.module_utils._server_args impor
     diff_args,
     flag_from_parser_message,
     normalize_flag,
-    systemd_command_line,
 )
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.systemd import systemd_command_line
 
 REFERENCE_LINE = (
     '/root/ml-env/bin/python3 -m sglang.launch_server --model-path /shared/kimi-k2.5-int4 --tp 8 '

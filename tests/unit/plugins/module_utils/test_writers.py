@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import (
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import (
     Unwritable,
     as_text,
     char_phrase,

@@ -14,7 +14,7 @@ import math
 import pytest
 import yaml
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import Unwritable
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import Unwritable
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.data import config_yaml, py_str, yaml_scalar
 
 try:

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import Unwritable
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import Unwritable
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.envfile import environment_file_line
 
 try:
@@ -54,7 +54,7 @@ def read_systemd(line):
 def read_sh(line, name):
     """What a POSIX sh has in $name after sourcing a file holding ``line``."""
     script = 'set -a\n%s\nset +a\nprintf %%s "$%s"' % (line, name)
-    result = subprocess.run([SH, '-c', script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    result = subprocess.run([SH, '-c', script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
                             env={'PATH': os.environ.get('PATH', '/usr/bin:/bin')})
     assert result.returncode == 0, result.stderr
     return result.stdout.decode('utf-8', 'surrogateescape')

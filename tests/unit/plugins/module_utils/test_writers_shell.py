@@ -11,7 +11,7 @@ import shlex
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import Unwritable
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import Unwritable
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.shell import shell_word
 
 try:

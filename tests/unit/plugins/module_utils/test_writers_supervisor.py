@@ -11,7 +11,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import Unwritable
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import Unwritable
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.supervisor import (
     supervisor_name,
     supervisor_value,

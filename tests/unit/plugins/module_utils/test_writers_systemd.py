@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers import Unwritable
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import Unwritable
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.systemd import (
     exec_lines,
     systemd_command_line,
@@ -163,7 +163,7 @@ def read_paths(raw):
 def read_environment(raw):
     words = [specifiers(word) for word in extract_words(line_value(raw))]
     assert len(words) == 1
-    name, _, value = words[0].partition('=')
+    name, dummy, value = words[0].partition('=')
     return name, value
 
 

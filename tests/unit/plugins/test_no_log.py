@@ -21,7 +21,7 @@ import pytest
 
 from ansible_collections.inferops.sglang.plugins.action import controller_files as controller_files_action
 
-MODULES_DIR = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'plugins', 'modules')
+MODULES_DIR = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'plugins', 'modules')
 MODULES = sorted(name[:-3] for name in os.listdir(MODULES_DIR) if name.endswith('.py') and name != '__init__.py'
                  and name != 'controller_files.py')  # a documentation stub of an action plugin
 
@@ -71,8 +71,7 @@ def options(spec, prefix=''):
         path = prefix + key
         yield path, option
         if option.get('options'):
-            for item in options(option['options'], path + '.'):
-                yield item
+            yield from options(option['options'], path + '.')
 
 
 @pytest.fixture(scope='module')
