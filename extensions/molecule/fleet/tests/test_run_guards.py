@@ -6,6 +6,7 @@ agree on the configuration of the run that ran.
 
 import json
 import os
+import re
 import subprocess
 
 from test_fleet import INVENTORY, REPO, SERVERS, flag, main_argv, main_pid, sh
@@ -22,6 +23,12 @@ def site(*args):
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                  MOLECULE_EPHEMERAL_DIRECTORY=os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]))
+
+
+def set_to(text, value):
+    """Whether TEXT (a unit, a record: a flag and its value on one line, or split by a line continuation) sets
+    --mem-fraction-static to VALUE."""
+    return re.search(r"--mem-fraction-static[\s\\]+%s(?![0-9])" % re.escape(value), text) is not None
 
 
 def finish(proc):
@@ -60,9 +67,9 @@ def test_two_runs_at_once_one_runs_the_other_names_it(tmp_path):
     assert flag(main_argv(HOST), "--mem-fraction-static") == winner
     assert flag(manifest(HOST)["command"], "--mem-fraction-static") == winner
     unit = sh(HOST, "systemctl cat sglang.service")
-    assert winner in unit and loser not in unit
     record = sh(HOST, "cat %s" % RECORD)
-    assert winner in record and loser not in record
+    for text in (unit, record):
+        assert set_to(text, winner) and not set_to(text, loser), text
     # The lock was given back: no holder is left, the file holds no owner.
     assert sh(HOST, "cat %s" % LOCK).strip() == ""
     assert "inferops-sglang-host-lock" not in sh(HOST, "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' || true")
