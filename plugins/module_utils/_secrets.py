@@ -95,11 +95,14 @@ _NUMBER_RE = re.compile(r'^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$')
 # parsers read it (Python's urllib.parse, requests, curl): the user information runs to the last ``@`` before the
 # path or a blank, and the user to its first ``:``, so a raw ``@`` may be in the user (an e-mail address:
 # ``http://john@corp.example:pw@proxy:3128``) and in the password. ``scheme://user@host`` has none.
-_URL_PASSWORD_RE = re.compile(r'(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/:\s]*:)(?P<password>[^/\s]+)(?P<tail>@)')
+# The scheme is matched from the start of its run of scheme characters only (the lookbehind), so that a long run of
+# letters is scanned once, not once per letter (a quadratic time on a process's 128 KiB argument).
+_URL_PASSWORD_RE = re.compile(r'(?P<head>(?<![A-Za-z0-9+.-])[A-Za-z0-9+.-]+://[^/:\s]*:)(?P<password>[^/\s]+)(?P<tail>@)')
 # The same without a scheme, as curl and requests take a proxy variable's value (``HTTPS_PROXY=user:pw@proxy:3128``):
 # at the start of a value (or after a blank, ``=`` or ``,``), followed by a host name and an optional port, so that
-# ``repo:tag@sha256:0123`` or ``org/model:v1@main`` is not taken for one.
-_BARE_URL_PASSWORD_RE = re.compile(r'(?:^|(?<=[\s=,]))(?P<head>[^\s/:@=,]*:)(?P<password>[^\s/@]+(?:@[^\s/@]+)*?)'
+# ``repo:tag@sha256:0123`` or ``org/model:v1@main`` is not taken for one. Its password holds no ``=`` or ``,`` (where
+# such a URL may start), which keeps the time linear.
+_BARE_URL_PASSWORD_RE = re.compile(r'(?:^|(?<=[\s=,]))(?P<head>[^\s/:@=,]*:)(?P<password>[^\s/@=,]+(?:@[^\s/@=,]+)*?)'
                                    r'(?P<tail>@)(?=[A-Za-z0-9.-]+(?::[0-9]+)?(?:[/\s,]|$))')
 _URL_PASSWORD_RES = (_URL_PASSWORD_RE, _BARE_URL_PASSWORD_RE)
 

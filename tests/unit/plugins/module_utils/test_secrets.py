@@ -317,3 +317,14 @@ def test_redact_env_masks_passwords_inside_urls():
     redacted, hidden = redact_env({'HTTPS_PROXY': 'http://u:secretpw@proxy:3128', 'NCCL_PROTO': 'LL', 'HF_TOKEN': 'hf_x'})
     assert redacted == {'HTTPS_PROXY': 'http://u:********@proxy:3128', 'NCCL_PROTO': 'LL', 'HF_TOKEN': '********'}
     assert hidden == ['HF_TOKEN', 'HTTPS_PROXY']
+
+
+@pytest.mark.parametrize('value', ['=a:' * 30000, 'x' * 100000 + '://u:p@h', 'a1' * 50000 + '://x', ',a:b@' * 20000 + '/'])
+def test_url_passwords_are_found_in_linear_time(value):
+    # A process's argument (up to 128 KiB) is anyone's text: a quadratic search took minutes on such values.
+    import time
+    from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_url_passwords
+    started = time.time()
+    redact_url_passwords(value)
+    url_passwords(value)
+    assert time.time() - started < 5.0
