@@ -368,7 +368,12 @@ class ProcFS(object):
             return None
 
     def cwd(self, pid):
-        return self._readlink(pid, 'cwd')
+        """The working directory of pid, or None when it cannot be read or was removed: the kernel then appends
+        ' (deleted)' to the link, a text that names no directory (one named so that exists is kept)."""
+        target = self._readlink(pid, 'cwd')
+        if target is not None and target.endswith(' (deleted)') and not os.path.isdir(target):
+            return None
+        return target
 
     def exe(self, pid):
         return self.exe_link(pid)[0]

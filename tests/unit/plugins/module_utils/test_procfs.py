@@ -139,3 +139,19 @@ def test_exe_link_and_pid_namespace(tmp_path):
     assert source.exe_link(11) == (None, 'ENOENT')
     assert source.exe_link(12) == (None, 'ENOENT')
     assert source.pid_namespace(11) is None
+
+
+def test_a_deleted_working_directory_is_not_taken_for_a_path(tmp_path):
+    # The kernel appends ' (deleted)' to the link of a directory that was removed: that text names no directory.
+    root = tmp_path / 'proc'
+    for pid in ('10', '11', '12'):
+        (root / pid).mkdir(parents=True)
+    kept = tmp_path / 'w (deleted)'
+    kept.mkdir()
+    os.symlink(str(tmp_path / 'gone') + ' (deleted)', str(root / '10' / 'cwd'))
+    os.symlink(str(kept), str(root / '11' / 'cwd'))
+    os.symlink(str(tmp_path), str(root / '12' / 'cwd'))
+    source = _procfs.ProcFS(str(root))
+    assert source.cwd(10) is None
+    assert source.cwd(11) == str(kept)
+    assert source.cwd(12) == str(tmp_path)
