@@ -24,7 +24,9 @@ def parse_cgroup(text):
     if isinstance(text, bytes):
         text = text.decode('utf-8', 'replace')
     entries = []
-    for line in (text or '').splitlines():
+    # Line feeds only (as _procfs.proc_lines): a cgroup's name, which a user with a delegated subtree chooses, may
+    # hold a carriage return or U+2028, where str.splitlines would start a line of that user's choosing.
+    for line in (text or '').split('\n'):
         parts = line.split(':', 2)
         if len(parts) == 3:
             entries.append((parts[0], parts[1], parts[2]))

@@ -31,7 +31,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.inferops.sglang.plugins.module_utils._secrets import MASK, is_secret_flag
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import MASK, is_secret_flag, redact_url_passwords
 from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import (
     SUPERVISOR_ALIVE,
     SYSTEMD_ALIVE,
@@ -207,7 +207,8 @@ def redact_log_line(line):
 
     Secret names follow the collection's one rule, ``_secrets.is_secret_flag`` (``api_key``, ``admin_api_key``,
     ``ssl_keyfile_password``, ``hf_token``...; not ``ssl_keyfile`` or ``max_total_tokens``), in three shapes:
-    a Python repr ``name=value``, a dict repr ``'name': value`` and a command line ``--name value``.
+    a Python repr ``name=value``, a dict repr ``'name': value`` and a command line ``--name value``; and the
+    password of every URL in the line (``_secrets.redact_url_passwords``: ``otlp_traces_endpoint='http://u:********@h'``).
     """
     def assignment(match):
         if not is_secret_flag(match.group(1)):
@@ -226,4 +227,5 @@ def redact_log_line(line):
 
     line = _FLAG_RE.sub(flag, line)
     line = _DICT_ITEM_RE.sub(dict_item, line)
-    return _ASSIGNMENT_RE.sub(assignment, line)
+    line = _ASSIGNMENT_RE.sub(assignment, line)
+    return redact_url_passwords(line)[0]

@@ -27,6 +27,7 @@ import fcntl
 import json
 import os
 import signal
+import stat
 import sys
 import time
 
@@ -154,12 +155,30 @@ def _try_lock(fd, operation=fcntl.LOCK_EX):
 
 
 def _open_lock(path, create):
+    """Open the lock file (created, mode 0600, when ``create``). The default directory, /run/lock, is writable by
+    every local user (mode 1777), so: a symbolic link there is not followed (``O_NOFOLLOW``: ELOOP), a file that
+    another user made is refused (OSError EPERM naming its owner's uid), and the file is readable by its owner only
+    (another user who can open it can ``flock`` it through a read-only descriptor and so stop every run)."""
     if create:
         parent = os.path.dirname(path)
         if parent and not os.path.isdir(parent):
             os.makedirs(parent, 0o755)
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    return os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    else:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EPERM, 'the lock file %s is not a regular file; remove it' % path)
+        if info.st_uid != os.geteuid():
+            raise OSError(errno.EPERM, 'the lock file %s belongs to uid %d, not to uid %d that takes the lock: another '
+                                       'user made it; remove it' % (path, info.st_uid, os.geteuid()))
+        if info.st_mode & 0o077:
+            os.fchmod(fd, stat.S_IMODE(info.st_mode) & 0o700)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def peek(path, now=None):

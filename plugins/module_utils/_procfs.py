@@ -87,6 +87,17 @@ def _decode(raw):
     return raw.decode('utf-8', 'replace')
 
 
+def proc_lines(text):
+    """The lines of a /proc file (str): split at line feeds only.
+
+    Not ``str.splitlines``, which also breaks at a carriage return, U+000B, U+000C, U+001C-U+001E, U+0085, U+2028
+    and U+2029: the kernel escapes only a line feed and a backslash in a process's title (the ``Name:`` line of
+    /proc/PID/status, set by the process itself with prctl PR_SET_NAME), so such a character would let a process
+    write a line of its own choosing (``Uid:\t0``) into what is parsed.
+    """
+    return (text or '').split('\n')
+
+
 def parse_cmdline(raw):
     """Split /proc/<pid>/cmdline (NUL separated, NUL terminated; bytes or str) into argv.
 
@@ -125,7 +136,7 @@ def parse_status_uid(text):
     """Return the real uid (int) from /proc/<pid>/status, or None."""
     if isinstance(text, bytes):
         text = _decode(text)
-    for line in (text or '').splitlines():
+    for line in proc_lines(text):
         if line.startswith('Uid:'):
             fields = line.split()
             if len(fields) > 1 and fields[1].isdigit():
@@ -164,7 +175,7 @@ def parse_proc_net_tcp(text, ipv6=False, byteorder=None):
     width = 32 if ipv6 else 8
     proto = 'tcp6' if ipv6 else 'tcp'
     result = []
-    for line in (text or '').splitlines():
+    for line in proc_lines(text):
         fields = line.split()
         if len(fields) < 10 or not fields[0].endswith(':') or not fields[0][:-1].isdigit():
             continue  # header line
@@ -357,7 +368,12 @@ class ProcFS(object):
             return None
 
     def cwd(self, pid):
-        return self._readlink(pid, 'cwd')
+        """The working directory of pid, or None when it cannot be read or was removed: the kernel then appends
+        ' (deleted)' to the link, a text that names no directory (one named so that exists is kept)."""
+        target = self._readlink(pid, 'cwd')
+        if target is not None and target.endswith(' (deleted)') and not os.path.isdir(target):
+            return None
+        return target
 
     def exe(self, pid):
         return self.exe_link(pid)[0]
@@ -423,7 +439,7 @@ class ProcFS(object):
     def boot_time(self):
         if self._btime is None:
             raw = _read_bytes(self.root + '/stat') or b''
-            for line in _decode(raw).splitlines():
+            for line in proc_lines(_decode(raw)):
                 if line.startswith('btime '):
                     self._btime = int(line.split()[1])
                     break

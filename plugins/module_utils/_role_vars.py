@@ -75,6 +75,7 @@ def undeclared_role_vars(names, prefixes_to_declared):
     and group variables, extra vars, facts set so far; role defaults are not among them). ``prefixes_to_declared``:
     ``{'<role>_': names declared by the role}`` (``declared_role_vars``).
 
+    A name with a role's prefix in another case (``Service_secret_args``) is as unknown as a misspelt one.
     Ignored: names starting with ``_`` (internal to the collection's tasks), names with no role's prefix (Ansible's
     own, the collection's outputs ``inferops_sglang_*``, anything else the inventory holds).
 
@@ -91,13 +92,15 @@ def undeclared_role_vars(names, prefixes_to_declared):
     for name in sorted(set(str(name) for name in names)):
         if name.startswith('_'):
             continue
-        prefix = _prefix_of(name, prefixes_to_declared)
+        # A role's prefix in any case counts (Ansible's variable names are case-sensitive, so Service_secret_args
+        # would be ignored as silently as a misspelt one); the suggestion is looked for in lower case.
+        prefix = _prefix_of(name.lower(), prefixes_to_declared)
         if prefix is None:
             continue
         declared = sorted(prefixes_to_declared[prefix])
         if name in declared:
             continue
-        close = _closest(name, declared)
+        close = _closest(name.lower(), declared)
         if close:
             problems.append('unknown variable %s (did you mean %s?)' % (name, ' or '.join(close)))
         else:

@@ -38,8 +38,8 @@ function here hides them keeping the user and the host (``http://user:********@o
 :func:`secret_flags` and :func:`redacted_flags` name such flags too, since their values must stay out of
 argv and unit files.
 
-Environment variables are secrets when their name contains KEY, TOKEN, SECRET, PASSWORD or
-CREDENTIAL in any case (:func:`is_secret_env_name`). Hidden values read ``MASK``.
+Environment variables are secrets when their name contains KEY, TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE or
+CREDENTIAL, or ends with _PWD (``MYSQL_PWD``), in any case (:func:`is_secret_env_name`). Hidden values read ``MASK``.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -64,7 +64,8 @@ SECRET_IF_INLINE_JSON = (
     'watermark-config',
 )
 # Words that make a flag a secret wherever they appear in its name (``--hf-token``).
-SECRET_FLAG_WORDS = frozenset(('key', 'token', 'secret', 'password', 'passwd', 'credential', 'credentials'))
+SECRET_FLAG_WORDS = frozenset(('key', 'token', 'secret', 'password', 'passwd', 'passphrase', 'credential',
+                               'credentials'))
 # Exact flags of SGLang and the sglang-router that look like secrets - a word of SECRET_FLAG_WORDS in the name, or
 # a prefix of a secret flag (argparse takes an exact option name before any abbreviation) - but hold none; each
 # with where it is defined. The SGLang ones were found by building SGLang 0.5.23's parser and listing its options.
@@ -87,11 +88,23 @@ NOT_SECRET_FLAG_SOURCES = (
 )
 NOT_SECRET_FLAGS = tuple(name for name, _source in NOT_SECRET_FLAG_SOURCES)
 
-_SECRET_ENV_RE = re.compile(r'KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL', re.IGNORECASE)
+# PASSWD and ``_PWD`` at the end (MYSQL_PWD) as well as PASSWORD; not ``PWD`` itself, the shell's working directory.
+_SECRET_ENV_RE = re.compile(r'KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|_PWD$', re.IGNORECASE)
 _NUMBER_RE = re.compile(r'^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$')
-# The password of a URL's user information: ``scheme://user:password@host``, ``scheme://:password@host``; it runs
-# to the last ``@`` before the path or a blank (a raw ``@`` in a password happens). ``scheme://user@host`` has none.
-_URL_PASSWORD_RE = re.compile(r'(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)(?P<password>[^/\s]+)(?P<tail>@)')
+# The password of a URL's user information: ``scheme://user:password@host``, ``scheme://:password@host``. As URL
+# parsers read it (Python's urllib.parse, requests, curl): the user information runs to the last ``@`` before the
+# path or a blank, and the user to its first ``:``, so a raw ``@`` may be in the user (an e-mail address:
+# ``http://john@corp.example:pw@proxy:3128``) and in the password. ``scheme://user@host`` has none.
+# The scheme is matched from the start of its run of scheme characters only (the lookbehind), so that a long run of
+# letters is scanned once, not once per letter (a quadratic time on a process's 128 KiB argument).
+_URL_PASSWORD_RE = re.compile(r'(?P<head>(?<![A-Za-z0-9+.-])[A-Za-z0-9+.-]+://[^/:\s]*:)(?P<password>[^/\s]+)(?P<tail>@)')
+# The same without a scheme, as curl and requests take a proxy variable's value (``HTTPS_PROXY=user:pw@proxy:3128``):
+# at the start of a value (or after a blank, ``=`` or ``,``), followed by a host name and an optional port, so that
+# ``repo:tag@sha256:0123`` or ``org/model:v1@main`` is not taken for one. Its password holds no ``=`` or ``,`` (where
+# such a URL may start), which keeps the time linear.
+_BARE_URL_PASSWORD_RE = re.compile(r'(?:^|(?<=[\s=,]))(?P<head>[^\s/:@=,]*:)(?P<password>[^\s/@=,]+(?:@[^\s/@=,]+)*?)'
+                                   r'(?P<tail>@)(?=[A-Za-z0-9.-]+(?::[0-9]+)?(?:[/\s,]|$))')
+_URL_PASSWORD_RES = (_URL_PASSWORD_RE, _BARE_URL_PASSWORD_RE)
 
 
 def flag_name(flag):
@@ -144,7 +157,9 @@ def url_passwords(value):
         return [p for item in value for p in url_passwords(item)]
     if value is None or isinstance(value, bool):
         return []
-    return [match.group('password') for match in _URL_PASSWORD_RE.finditer(str(value))]
+    text = str(value)
+    found = [match.group('password') for match in _URL_PASSWORD_RE.finditer(text)]
+    return found + [match.group('password') for match in _BARE_URL_PASSWORD_RE.finditer(_URL_PASSWORD_RE.sub('', text))]
 
 
 def redact_url_passwords(value):
@@ -154,7 +169,9 @@ def redact_url_passwords(value):
     :returns: (text, whether anything was masked).
     """
     text = str(value)
-    masked = _URL_PASSWORD_RE.sub(lambda m: m.group('head') + MASK + m.group('tail'), text)
+    masked = text
+    for regex in _URL_PASSWORD_RES:
+        masked = regex.sub(lambda m: m.group('head') + MASK + m.group('tail'), masked)
     return masked, masked != text
 
 

@@ -63,7 +63,10 @@ options:
     type: int
     default: 7200
   path:
-    description: The lock file on the host; its directory is created when missing.
+    description:
+      - The lock file on the host; its directory is created when missing. It is created with mode 0600 (another user
+        who could open it could C(flock) it and stop every run), a file of looser mode is made 0600, and a symbolic
+        link or a file that another user made (C(/run/lock) is writable by every local user) fails the task.
     type: path
     default: /run/lock/inferops-sglang.lock
 extends_documentation_fragment:

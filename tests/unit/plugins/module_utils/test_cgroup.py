@@ -133,3 +133,10 @@ def test_container_of(text, expected):
 ])
 def test_same_container(first, second, same):
     assert _cgroup.same_container(first and _cgroup.container_of(first), second and _cgroup.container_of(second)) is same
+
+
+@pytest.mark.parametrize('sep', ['\r', '\x0b', '\x1c', '\x85', '\u2028'])
+def test_a_cgroup_name_does_not_start_a_line(sep):
+    # A user with a delegated cgroup subtree names its cgroups; the kernel refuses only a line feed in a name.
+    path = '/user.slice/user-1000.slice/user@1000.service/x' + sep + '0::/system.slice/sglang.service'
+    assert _cgroup.parse_cgroup('0::%s\n' % path) == [('0', '', path)]

@@ -90,6 +90,13 @@ def test_check_chat_response(status, body, ok):
     ("Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
      "Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"),
     ("max_total_tokens=1 tokenizer_path='/t'", "max_total_tokens=1 tokenizer_path='/t'"),
+    # A password inside a URL value (SGLang logs its server_args at start-up), in each shape.
+    ("server_args=ServerArgs(otlp_traces_endpoint='http://u:PASS@otel.example:4317', port=30000)",
+     "server_args=ServerArgs(otlp_traces_endpoint='http://u:********@otel.example:4317', port=30000)"),
+    ("{'otlp_traces_endpoint': 'http://u:PASS@otel:4317'}", "{'otlp_traces_endpoint': 'http://u:********@otel:4317'}"),
+    ("launch --otlp-traces-endpoint http://u:PASS@otel:4317 --port 1",
+     "launch --otlp-traces-endpoint http://u:********@otel:4317 --port 1"),
+    ("Proxy HTTPS_PROXY=john:PASS@proxy.example:3128 used", "Proxy HTTPS_PROXY=john:********@proxy.example:3128 used"),
 ])
 def test_redact_log_line(line, expected):
     assert _health.redact_log_line(line) == expected

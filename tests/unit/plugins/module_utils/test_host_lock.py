@@ -184,3 +184,48 @@ def test_a_release_right_after_the_acquire_finds_the_holder(lock_path):
         taken = _host_lock.acquire(lock_path, run, '', '', 0, 60)
         assert _host_lock.holder_alive(taken['owner'])
         assert _host_lock.release(lock_path, run)['result'] == 'released'
+
+
+# The default lock file is in /run/lock, which every local user may write to (mode 1777).
+
+def test_the_lock_file_is_readable_by_its_owner_only(lock_path):
+    # Another user who can open the file can flock it (a read-only descriptor is enough) and stop every run.
+    _host_lock.acquire(lock_path, 'run-a', 'ops@ctl', 'inferops.sglang.site', 0, 60)
+    try:
+        assert os.stat(lock_path).st_mode & 0o077 == 0
+    finally:
+        _host_lock.release(lock_path, 'run-a')
+
+
+def test_a_lock_file_left_readable_by_others_is_closed_to_them(lock_path):
+    os.makedirs(os.path.dirname(lock_path))
+    with open(lock_path, 'w'):
+        pass
+    os.chmod(lock_path, 0o644)
+    assert _host_lock.peek(lock_path)['held'] is False
+    assert os.stat(lock_path).st_mode & 0o077 == 0
+
+
+def test_a_symbolic_link_at_the_lock_path_is_not_followed(lock_path, tmp_path):
+    target = tmp_path / 'precious'
+    target.write_text('keep me\n')
+    os.makedirs(os.path.dirname(lock_path))
+    os.symlink(str(target), lock_path)
+    with pytest.raises(OSError):
+        _host_lock.acquire(lock_path, 'run-a', 'ops@ctl', 'inferops.sglang.site', 0, 60)
+    with pytest.raises(OSError):
+        _host_lock.release(lock_path, 'run-a')
+    assert target.read_text() == 'keep me\n'
+    assert oct(os.stat(str(target)).st_mode & 0o777) == oct(0o644)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='needs root to make a file of another user')
+def test_a_lock_file_of_another_user_is_refused_naming_its_owner(lock_path):
+    os.makedirs(os.path.dirname(lock_path))
+    with open(lock_path, 'w'):
+        pass
+    os.chown(lock_path, 65534, 65534)
+    with pytest.raises(OSError) as caught:
+        _host_lock.acquire(lock_path, 'run-a', 'ops@ctl', 'inferops.sglang.site', 0, 60)
+    assert 'uid 65534' in str(caught.value)
+    assert os.stat(lock_path).st_uid == 65534

@@ -56,6 +56,17 @@ def test_parse_environ_and_status():
     assert _procfs.parse_status_uid('Name:\tx\n') is None
 
 
+# The kernel escapes only a line feed and a backslash in the Name: line of /proc/PID/status (proc_task_name), so a
+# process's own title (prctl PR_SET_NAME, 15 bytes) may hold a carriage return, a vertical tab, U+001C-U+001E, NEL or
+# U+2028, where str.splitlines would start a line of the process's choosing.
+@pytest.mark.parametrize('comm', [b'x\rUid:\t0\t0', b'x\x0bUid: 0', b'x\x0cUid: 0', b'x\x1cUid: 0',
+                                  b'x\xc2\x85Uid: 0', u'x\u2028Uid: 0'.encode('utf-8')])
+def test_status_uid_is_not_taken_from_the_process_title(comm):
+    raw = b'Name:\t' + comm + b'\nUmask:\t0022\nUid:\t1000\t1000\t1000\t1000\n'
+    assert _procfs.parse_status_uid(raw) == 1000
+    assert _procfs.parse_status_uid(raw.decode('utf-8')) == 1000
+
+
 @pytest.mark.parametrize('text, port, inodes', [
     (NET_TCP, 30000, {'111'}),
     (NET_TCP, 30001, {'222'}),
@@ -128,3 +139,19 @@ def test_exe_link_and_pid_namespace(tmp_path):
     assert source.exe_link(11) == (None, 'ENOENT')
     assert source.exe_link(12) == (None, 'ENOENT')
     assert source.pid_namespace(11) is None
+
+
+def test_a_deleted_working_directory_is_not_taken_for_a_path(tmp_path):
+    # The kernel appends ' (deleted)' to the link of a directory that was removed: that text names no directory.
+    root = tmp_path / 'proc'
+    for pid in ('10', '11', '12'):
+        (root / pid).mkdir(parents=True)
+    kept = tmp_path / 'w (deleted)'
+    kept.mkdir()
+    os.symlink(str(tmp_path / 'gone') + ' (deleted)', str(root / '10' / 'cwd'))
+    os.symlink(str(kept), str(root / '11' / 'cwd'))
+    os.symlink(str(tmp_path), str(root / '12' / 'cwd'))
+    source = _procfs.ProcFS(str(root))
+    assert source.cwd(10) is None
+    assert source.cwd(11) == str(kept)
+    assert source.cwd(12) == str(tmp_path)

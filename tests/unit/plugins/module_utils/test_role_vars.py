@@ -24,6 +24,13 @@ def test_a_misspelt_variable_is_named_with_the_declared_one_meant():
         'unknown variable service_secret_arg (did you mean service_secret_args?)']
 
 
+@pytest.mark.parametrize('name', ['Service_secret_args', 'SERVICE_SECRET_ARGS', 'Service_Secret_Arg'])
+def test_a_variable_spelt_in_other_case_is_named_with_the_declared_one_meant(name):
+    # Ansible's variable names are case-sensitive: the role would ignore it and run on its default.
+    assert undeclared_role_vars([name], DECLARED) == [
+        'unknown variable %s (did you mean service_secret_args?)' % name]
+
+
 def test_every_unknown_variable_is_named_at_once_sorted():
     problems = undeclared_role_vars(['service_server_arg', 'cutover_gate_timout', 'service_name'], DECLARED)
     assert problems == ['unknown variable cutover_gate_timout (did you mean cutover_gate_timeout?)',

@@ -250,6 +250,8 @@ def test_redact_env():
 @pytest.mark.parametrize('name, secret', [
     ('HF_TOKEN', True), ('OPENAI_API_KEY', True), ('db_password', True), ('GOOGLE_APPLICATION_CREDENTIALS', True),
     ('PATH', False), ('CUDA_HOME', False), ('NCCL_PROTO', False),
+    ('DB_PASSWD', True), ('redis_passwd', True), ('SSL_KEY_PASSPHRASE', True), ('MYSQL_PWD', True),
+    ('PWD', False), ('OLDPWD', False), ('PASSTHROUGH_MODE', False),
 ])
 def test_is_secret_env_name(name, secret):
     assert is_secret_env_name(name) is secret
@@ -295,6 +297,16 @@ def test_redact_args():
     ('http://proxy.example:3128', 'http://proxy.example:3128'),
     ('http://user@proxy.example:3128', 'http://user@proxy.example:3128'),
     ('/usr/local/cuda-13.0/lib64', '/usr/local/cuda-13.0/lib64'),
+    # A user name holding a raw '@' (an e-mail address): URL parsers (urllib, requests, curl) take the user
+    # information up to the last '@' of the authority.
+    ('http://john@corp.example:Secret1@proxy:3128', 'http://john@corp.example:********@proxy:3128'),
+    ('http://a@b:c@d@proxy:3128/x', 'http://a@b:********@proxy:3128/x'),
+    ('http://user@proxy.example:3128/a@b', 'http://user@proxy.example:3128/a@b'),
+    # Without a scheme, as curl and requests take a proxy variable's value (user:password@host:port).
+    ('john:Secret1@proxy.example:3128', 'john:********@proxy.example:3128'),
+    ('john:Secret1@proxy', 'john:********@proxy'),
+    ('repo:tag@sha256:0123abcd', 'repo:tag@sha256:0123abcd'),
+    ('org/model:v1@main', 'org/model:v1@main'),
 ])
 def test_redact_url_passwords(value, want):
     from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_url_passwords
@@ -305,3 +317,14 @@ def test_redact_env_masks_passwords_inside_urls():
     redacted, hidden = redact_env({'HTTPS_PROXY': 'http://u:secretpw@proxy:3128', 'NCCL_PROTO': 'LL', 'HF_TOKEN': 'hf_x'})
     assert redacted == {'HTTPS_PROXY': 'http://u:********@proxy:3128', 'NCCL_PROTO': 'LL', 'HF_TOKEN': '********'}
     assert hidden == ['HF_TOKEN', 'HTTPS_PROXY']
+
+
+@pytest.mark.parametrize('value', ['=a:' * 30000, 'x' * 100000 + '://u:p@h', 'a1' * 50000 + '://x', ',a:b@' * 20000 + '/'])
+def test_url_passwords_are_found_in_linear_time(value):
+    # A process's argument (up to 128 KiB) is anyone's text: a quadratic search took minutes on such values.
+    import time
+    from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_url_passwords
+    started = time.time()
+    redact_url_passwords(value)
+    url_passwords(value)
+    assert time.time() - started < 5.0
