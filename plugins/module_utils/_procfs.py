@@ -144,6 +144,62 @@ def parse_status_uid(text):
     return None
 
 
+def parse_status_ids(text):
+    """(uid, gid) of a process from /proc/<pid>/status when its real, effective and saved ids are one uid and one
+    gid (a process that changed ids is left alone: None); None also when the lines are missing."""
+    if isinstance(text, bytes):
+        text = _decode(text)
+    ids = {}
+    for line in proc_lines(text):
+        for key in ('Uid:', 'Gid:'):
+            if line.startswith(key):
+                fields = line.split()[1:4]
+                if len(fields) == 3 and all(f.isdigit() for f in fields) and len(set(fields)) == 1:
+                    ids[key] = int(fields[0])
+    if len(ids) != 2:
+        return None
+    return ids['Uid:'], ids['Gid:']
+
+
+def read_link_as(path, uid, gid):
+    """The target of the symbolic link ``path`` read by a child process that runs as ``uid``/``gid``, or None when
+    it cannot (the child cannot take the ids, or the read fails there too).
+
+    Why: /proc/<pid>/exe, ns/pid and fd/ are guarded by the kernel's ptrace access check. Root passes it with
+    CAP_SYS_PTRACE, which a docker container's root lacks by default; a process of the same user passes it without
+    any capability (kernel ptrace.c, __ptrace_may_access: same real, effective and saved uid and gid, the target
+    dumpable). So root (which keeps CAP_SETUID and CAP_SETGID in docker's default set) forks a child that becomes
+    the process's user and reads the link; nothing else runs as that user."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            target = os.readlink(path)
+            os.write(write_end, target.encode('utf-8', 'surrogateescape'))
+            status = 0
+        finally:  # the child ends here whatever happened, without running this process's cleanup
+            os._exit(status)
+    os.close(write_end)
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+    dummy, status = os.waitpid(pid, 0)
+    if status != 0:
+        return None
+    return b''.join(chunks).decode('utf-8', 'surrogateescape')
+
+
 def _decode_hex_address(hex_addr, ipv6, byteorder):
     # /proc/net/tcp prints each 32-bit word of the (network order) address as a host-order integer
     raw = b''
@@ -378,23 +434,37 @@ class ProcFS(object):
     def exe(self, pid):
         return self.exe_link(pid)[0]
 
+    def _owner_link(self, pid, name):
+        """(target, error) of the link /proc/<pid>/<name>; where the kernel refuses root (EACCES: no CAP_SYS_PTRACE,
+        as in a docker container by default) the link is read again as the process's own user (see
+        read_link_as)."""
+        path = self._path(pid, name)
+        try:
+            return os.readlink(path), None
+        except OSError as exc:
+            error = errno.errorcode.get(exc.errno, str(exc.errno))
+        if error in ('EACCES', 'EPERM') and os.geteuid() == 0:
+            ids = parse_status_ids(_read_bytes(self._path(pid, 'status')) or b'')
+            if ids is not None and ids[0] != 0:
+                target = read_link_as(path, ids[0], ids[1])
+                if target is not None:
+                    return target, None
+        return None, error
+
     def exe_link(self, pid):
         """(target, error) of /proc/<pid>/exe: the interpreter's real file (symlinks resolved by the kernel, a
         ' (deleted)' suffix removed) and None, or None and why it cannot be read - ``'EACCES'`` where the kernel
-        refuses (root without CAP_SYS_PTRACE reading another user's process, Yama), ``'ENOENT'`` for a gone
-        process or a kernel thread, else the errno name."""
-        try:
-            target = os.readlink(self._path(pid, 'exe'))
-        except OSError as exc:
-            return None, errno.errorcode.get(exc.errno, str(exc.errno))
-        if target.endswith(' (deleted)'):
+        refuses even when read as the process's own user (see read_link_as), ``'ENOENT'`` for a gone process or a
+        kernel thread, else the errno name."""
+        target, error = self._owner_link(pid, 'exe')
+        if target is not None and target.endswith(' (deleted)'):
             target = target[:-len(' (deleted)')]
-        return target, None
+        return target, error
 
     def pid_namespace(self, pid):
-        """The target of /proc/<pid>/ns/pid (``pid:[4026531836]``), or None when it cannot be read (gone, or
-        another user's process without CAP_SYS_PTRACE)."""
-        return self._readlink(pid, 'ns/pid')
+        """The target of /proc/<pid>/ns/pid (``pid:[4026531836]``), read as the process's own user where root may
+        not, or None when it cannot be read (gone)."""
+        return self._owner_link(pid, 'ns/pid')[0]
 
     def uid(self, pid):
         raw = _read_bytes(self._path(pid, 'status'))

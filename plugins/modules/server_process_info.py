@@ -34,8 +34,9 @@ description:
     counts only when its C(/proc/<pid>/exe) (the real file, symlinks resolved by the kernel) is a Python
     interpreter - a file name such as C(python), C(python3), C(python3.12), C(python3.12d) (the C(sglang)
     console script runs under its interpreter too). Another executable is listed in RV(ignored) with the reason.
-    Where C(/proc/<pid>/exe) cannot be read (EACCES - root without C(CAP_SYS_PTRACE) reading another user's
-    process), the process is B(unproven) - listed in RV(unproven) with the reason, never stopped.
+    Where root may not read another user's C(/proc/<pid>/exe) (no C(CAP_SYS_PTRACE), a docker container's
+    default), a child process that takes that user's uid and gid reads it. Where even that fails (no C(CAP_SETUID),
+    ids that differ), the process is B(unproven) - listed in RV(unproven) with the reason, never stopped.
   - B(Foreign) - a process in another PID namespace than this module's (C(/proc/<pid>/ns/pid)), or whose cgroup
     names another container than this module's own (docker C(/docker/<id>) or C(docker-<id>.scope), containerd
     C(cri-containerd-<id>.scope), CRI-O C(crio-<id>.scope), podman C(libpod-<id>), kubelet C(/kubepods...)), is

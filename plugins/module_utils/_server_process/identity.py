@@ -14,8 +14,10 @@ A title (``sglang::scheduler_TP0``) and an argv[0] are free text: any process se
 * a Python interpreter: the real file ``/proc/<pid>/exe`` names (the kernel resolves symlinks, so a venv's
   ``bin/python3`` reads as ``/usr/bin/python3.12``) has a Python interpreter's name
   (:func:`cmdline.is_python_interpreter`). SGLang runs as ``python -m sglang.launch_server`` or as the ``sglang``
-  console script, whose exe is the interpreter too. A process whose exe cannot be read (root without
-  CAP_SYS_PTRACE reading another user's process: EACCES) is *unproven*: reported with the reason, never stopped.
+  console script, whose exe is the interpreter too. Where root may not read another user's exe (no
+  CAP_SYS_PTRACE, as in a docker container), it is read as that user (``_procfs.read_link_as``). A process whose exe
+  cannot be read even so (EACCES: no CAP_SETUID either, ids that differ, a process that is not dumpable) is
+  *unproven*: reported with the reason, never stopped.
 
 An orphaned worker (re-parented to PID 1 or a subreaper; SGLang retitles its workers with setproctitle) needs
 evidence beyond its title and its interpreter: a GPU device open, or a socket listening on the server's port, or
@@ -100,9 +102,10 @@ def exe_verdict(exe, error):
         return NOT_PYTHON, ('not a Python process (its executable is %s): an SGLang title or command line alone '
                             'proves nothing' % exe)
     if error in ('EACCES', 'EPERM'):
-        return UNREADABLE, ('unproven: /proc/PID/exe cannot be read (%s; root without CAP_SYS_PTRACE cannot read '
-                            "another user's process), so it cannot be shown to be a Python interpreter running "
-                            'SGLang; not stopped. Stop it as its user, or give the container CAP_SYS_PTRACE' % error)
+        return UNREADABLE, ('unproven: /proc/PID/exe cannot be read (%s), not even as its own user (root without '
+                            "CAP_SYS_PTRACE cannot read another user's process, and without CAP_SETUID cannot become "
+                            'it), so it cannot be shown to be a Python interpreter running SGLang; not stopped. Stop '
+                            'it as its user, or give the container CAP_SYS_PTRACE' % error)
     return UNREADABLE, 'unproven: /proc/PID/exe cannot be read (%s); not stopped' % (error or 'no link')
 
 

@@ -9,6 +9,9 @@ __metaclass__ = type
 
 
 import os
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -65,6 +68,61 @@ def test_status_uid_is_not_taken_from_the_process_title(comm):
     raw = b'Name:\t' + comm + b'\nUmask:\t0022\nUid:\t1000\t1000\t1000\t1000\n'
     assert _procfs.parse_status_uid(raw) == 1000
     assert _procfs.parse_status_uid(raw.decode('utf-8')) == 1000
+
+
+@pytest.mark.parametrize('text, ids', [
+    ('Name:\tx\nUid:\t997\t997\t997\t997\nGid:\t996\t996\t996\t996\n', (997, 996)),
+    # A process that changed ids (setuid, seteuid) is left alone: the kernel would refuse its user too.
+    ('Uid:\t997\t0\t997\t0\nGid:\t996\t996\t996\t996\n', None),
+    ('Uid:\t997\t997\t997\t997\nGid:\t996\t996\t5\t996\n', None),
+    ('Uid:\t997\t997\t997\t997\n', None),
+    ('Name:\tx\rGid:\t0\t0\t0\t0\nUid:\t997\t997\t997\t997\nGid:\t996\t996\t996\t996\n', (997, 996)),
+])
+def test_status_ids_are_one_uid_and_one_gid(text, ids):
+    assert _procfs.parse_status_ids(text) == ids
+
+
+needs_root_and_setpriv = pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.exists('/usr/bin/setpriv') or not os.path.exists('/usr/sbin/runuser'),
+    reason='needs root, setpriv and runuser')
+
+
+@needs_root_and_setpriv
+def test_another_users_exe_is_read_as_that_user_where_root_lacks_cap_sys_ptrace(tmp_path):
+    """Root without CAP_SYS_PTRACE (docker's default) gets EACCES for another user's /proc/PID/exe; exe_link reads
+    it through a child that becomes that user, and pid_namespace too."""
+    sleeper = subprocess.Popen(['/usr/sbin/runuser', '-u', 'nobody', '--', '/bin/sleep', '30'])
+    try:
+        pid = None
+        for dummy in range(100):
+            found = subprocess.run(['pgrep', '-u', 'nobody', '-P', str(sleeper.pid)], stdout=subprocess.PIPE,
+                                   check=False).stdout.split()
+            if found:
+                pid = int(found[0])
+                break
+            time.sleep(0.05)
+        assert pid, 'the sleep of nobody did not start'
+        probe = ('import os, sys\n'
+                 'from ansible_collections.inferops.sglang.plugins.module_utils import _procfs\n'
+                 'pid = int(sys.argv[1])\n'
+                 'try:\n'
+                 '    os.readlink("/proc/%d/exe" % pid)\n'
+                 '    print("direct")\n'
+                 'except OSError as exc:\n'
+                 '    print("refused %d" % exc.errno)\n'
+                 'print(_procfs.ProcFS().exe_link(pid))\n'
+                 'print(_procfs.ProcFS().pid_namespace(pid) == os.readlink("/proc/self/ns/pid"))\n')
+        out = subprocess.run(['/usr/bin/setpriv', '--bounding-set', '-sys_ptrace', '--inh-caps', '-sys_ptrace',
+                              sys.executable, '-c', probe, str(pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             check=False, universal_newlines=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        assert lines[0] == 'refused 13', lines
+        assert lines[1] == "('%s', None)" % os.path.realpath('/bin/sleep'), lines
+        assert lines[2] == 'True', lines
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 @pytest.mark.parametrize('text, port, inodes', [
