@@ -11,6 +11,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import configparser
+import datetime
 import os
 import re
 import shlex
@@ -148,12 +149,12 @@ def test_fleet_summary_cells_hold_pipes_and_line_breaks():
     assert '# heading' not in [line.strip() for line in text.splitlines()]
 
 
-def test_deployment_record_holds_odd_values_in_code_spans_and_fences():
-    import datetime
+def record_vars(**overrides):
+    """The variables the deployment record is rendered with, a stray with odd values among the facts."""
     stray = {'main_pid': 7, 'port': 30000, 'user': 'u', 'cwd': '/srv/a`b', 'env_readable': True,
              'argv': ['python3', '--x', '```\n# injected heading'], 'env': {'A|B': 'x|y\nz'}}
-    text = render(
-        'cutover', 'deployment_record.md.j2', inventory_hostname='h1', now=lambda utc=True: datetime.datetime(2026, 1, 1),
+    return dict(dict(
+        inventory_hostname='h1', now=lambda utc=True: datetime.datetime(2026, 1, 1),
         _cutover_result='healthy', cutover_unit='sglang.service', _cutover_manager='systemd',
         cutover_service={'unit_path': '/etc/systemd/system/sglang.service', 'command': ['/venv/bin/python3', '--m', 'a b'],
                          'path': '/usr/bin', 'environment_files': ['/etc/sglang/sglang.env'], 'environment_names': ['X'],
@@ -163,10 +164,27 @@ def test_deployment_record_holds_odd_values_in_code_spans_and_fences():
         inferops_sglang_known_good={'dir': '/var/lib/sglang/known-good'}, __cutover_stopped={},
         _cutover_facts={'strays': [stray], 'init': {'system': 'systemd', 'pid1': 'systemd', 'container': 'none'},
                         'gpu_count': 0, 'gpus': [], 'interconnect': 'none', 'cuda': {'toolkits': []},
-                        'python': {'executable': '/venv/bin/python3'}})
+                        'python': {'executable': '/venv/bin/python3'}}), **overrides)
+
+
+def test_deployment_record_holds_odd_values_in_code_spans_and_fences():
+    text = render('cutover', 'deployment_record.md.j2', **record_vars())
     lines = text.splitlines()
     fences = [i for i, line in enumerate(lines) if line == '````']
     assert len(fences) == 2, 'the stray argv (holding ```) is fenced by four backticks'
     assert fences[0] < lines.index('# injected heading') < fences[1]
     assert '### pid 7 on port 30000 (user `u`, cwd ``/srv/a`b``)' in lines
     assert '| `A\\|B` | `x\\|y z` |' in lines
+
+
+def test_deployment_record_of_a_restored_entry_without_a_block_or_files():
+    """A rollback to a known-good entry that kept no sitecustomize block (nor the file names) says so."""
+    facts = record_vars()['_cutover_facts']
+    facts['python']['sitecustomize'] = {'path': '/usr/lib/python3/sitecustomize.py', 'is_link': False}
+    text = render('cutover', 'deployment_record.md.j2', **record_vars(
+        _cutover_facts=facts,
+        cutover_cuda_env={'sitecustomize': '/usr/lib/python3/sitecustomize.py', 'block': None, 'env_file': None,
+                          'environment': {}},
+        inferops_sglang_known_good={'dir': '/var/lib/sglang/known-good', 'history_dir': None}))
+    assert 'The known-good configuration restored here holds no copy of the block.' in text
+    assert '`None`' not in text and '```python\nNone' not in text
