@@ -116,11 +116,16 @@ def unit_verify_verdict(rc, output, unit_path, unit_name):
 # start). The log directory and the service user this run creates need not exist yet: supervisor's existence check of
 # a log file's directory (datatypes.existing_dirpath) and its user lookup (options.name_to_uid) are replaced by ones
 # that note what is missing and go on.
-# argv[1]: the file. Prints one JSON object {"error": str or null, "missing": [directories], "users": [user names]};
+# argv[1]: the file. Prints one JSON object {"error": str or null, "missing": [directories], "users": [user names]},
+# or {"absent": str} where the interpreter has no supervisor yet (its venv is made, supervisor not installed yet);
 # exit status 0.
 SUPERVISOR_CHECK = r'''
 import json, os, sys
-from supervisor import datatypes, options
+try:
+    from supervisor import datatypes, options
+except ImportError as e:
+    print(json.dumps({'absent': '%s: %s' % (type(e).__name__, e)}))
+    sys.exit(0)
 missing = []
 def noting_dirpath(value):
     path = os.path.expanduser(value)
@@ -156,12 +161,15 @@ def supervisor_check_verdict(rc, out, err):
 
     :param rc: its exit status; :param out: its standard output (one JSON object); :param err: its standard error.
     :returns: (problems, notes): two lists of str. A directory or a user that does not exist yet (the log directory,
-        the service user this run creates) is a note; an error of supervisor's parser, or a program that did not answer, is a problem.
+        the service user this run creates), or an interpreter without supervisor yet, is a note; an error of supervisor's parser, or a program that did not answer, is a problem.
     """
     try:
         answer = json.loads((out or '').strip().splitlines()[-1])
     except (ValueError, IndexError):
         return ['the supervisor check did not answer (rc %d): %s' % (rc, ((err or '') + (out or '')).strip() or 'no output')], []
+    if answer.get('absent'):
+        return [], ['supervisor is not installed for this interpreter yet (%s; the role installs it later in the run): '
+                    'the file was not checked' % answer['absent']]
     problems = [answer['error']] if answer.get('error') else []
     notes = (['the directory %s does not exist yet' % d for d in answer.get('missing') or []]
              + ['the user %s does not exist yet' % u for u in answer.get('users') or []])

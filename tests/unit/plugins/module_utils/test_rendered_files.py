@@ -109,6 +109,10 @@ def test_unit_verify_verdict_leaves_other_units_aside_and_fails_a_silent_error()
      ([], ['the directory /var/log/sglang does not exist yet', 'the user sglang does not exist yet'])),
     (1, '', 'ModuleNotFoundError: No module named \'supervisor\'\n',
      (["the supervisor check did not answer (rc 1): ModuleNotFoundError: No module named 'supervisor'"], [])),
+    # The venv is made but supervisor is not installed in it yet (the role installs it after the pre-flight).
+    (0, '{"absent": "ModuleNotFoundError: No module named \'supervisor\'"}\n', '',
+     ([], ["supervisor is not installed for this interpreter yet (ModuleNotFoundError: No module named 'supervisor'; "
+           "the role installs it later in the run): the file was not checked"])),
 ])
 def test_supervisor_check_verdict(rc, out, err, verdict):
     assert rf.supervisor_check_verdict(rc, out, err) == verdict
