@@ -161,7 +161,8 @@ def supervisor_check_verdict(rc, out, err):
 
     :param rc: its exit status; :param out: its standard output (one JSON object); :param err: its standard error.
     :returns: (problems, notes): two lists of str. A directory or a user that does not exist yet (the log directory,
-        the service user this run creates), or an interpreter without supervisor yet, is a note; an error of supervisor's parser, or a program that did not answer, is a problem.
+        the service user this run creates), or an interpreter without supervisor yet, is a note; an error of
+        supervisor's parser, or a program that did not answer, is a problem.
     """
     try:
         answer = json.loads((out or '').strip().splitlines()[-1])

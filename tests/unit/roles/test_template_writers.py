@@ -153,7 +153,7 @@ def record_vars(**overrides):
     """The variables the deployment record is rendered with, a stray with odd values among the facts."""
     stray = {'main_pid': 7, 'port': 30000, 'user': 'u', 'cwd': '/srv/a`b', 'env_readable': True,
              'argv': ['python3', '--x', '```\n# injected heading'], 'env': {'A|B': 'x|y\nz'}}
-    return dict(dict(
+    values = dict(
         inventory_hostname='h1', now=lambda utc=True: datetime.datetime(2026, 1, 1),
         _cutover_result='healthy', cutover_unit='sglang.service', _cutover_manager='systemd',
         cutover_service={'unit_path': '/etc/systemd/system/sglang.service', 'command': ['/venv/bin/python3', '--m', 'a b'],
@@ -164,7 +164,9 @@ def record_vars(**overrides):
         inferops_sglang_known_good={'dir': '/var/lib/sglang/known-good'}, __cutover_stopped={},
         _cutover_facts={'strays': [stray], 'init': {'system': 'systemd', 'pid1': 'systemd', 'container': 'none'},
                         'gpu_count': 0, 'gpus': [], 'interconnect': 'none', 'cuda': {'toolkits': []},
-                        'python': {'executable': '/venv/bin/python3'}}), **overrides)
+                        'python': {'executable': '/venv/bin/python3'}})
+    values.update(overrides)
+    return values
 
 
 def test_deployment_record_holds_odd_values_in_code_spans_and_fences():
