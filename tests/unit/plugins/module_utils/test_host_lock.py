@@ -106,7 +106,7 @@ def test_acquire_wait_release_and_acquire_again(lock_path):
     started = time.time()
     second = _host_lock.acquire(lock_path, 'run-b', 'dev@laptop', 'inferops.sglang.site', 1, 60)
     assert second['result'] == 'busy'
-    assert 1.0 <= time.time() - started < 4.0
+    assert 1.0 <= time.time() - started < 15.0  # a busy machine polls late; the bound only says it did not wait for ever
     assert second['holder'].startswith('run run-a of ops@ctl (inferops.sglang.site) since ')
     assert second['holder'].endswith('holder pid %d' % owner['holder_pid'])
 
@@ -159,7 +159,7 @@ def test_a_killed_holder_leaves_a_stale_lock_that_is_taken_over(lock_path):
 
 def test_the_holder_ends_by_itself_after_the_timeout(lock_path):
     first = _host_lock.acquire(lock_path, 'run-a', '', '', 0, 1)
-    assert wait_gone(first['owner'], 5.0)
+    assert wait_gone(first['owner'], 15.0)
     second = _host_lock.acquire(lock_path, 'run-b', '', '', 0, 60)
     assert second['result'] == 'acquired' and second['stale']['reason'] == 'expired'
     _host_lock.release(lock_path, 'run-b')
