@@ -87,7 +87,7 @@ def record_of(path):
         return _host_lock.parse_owner(handle.read())
 
 
-def wait_gone(owner, seconds=5.0):
+def wait_gone(owner, seconds=15.0):
     deadline = time.time() + seconds
     while _host_lock.holder_alive(owner) and time.time() < deadline:
         time.sleep(0.02)
