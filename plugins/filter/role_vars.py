@@ -16,25 +16,12 @@ __metaclass__ = type
 import glob
 import os
 
-from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.yaml import yaml_load
 
+from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 from ansible_collections.inferops.sglang.plugins.module_utils import _role_vars
 
 ROLES_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', 'roles'))
-
-
-def _wrap(func, name):
-    """The filter ``name`` calling ``func``: its ValueError and TypeError become AnsibleFilterError."""
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except (ValueError, TypeError) as exc:
-            raise AnsibleFilterError('%s: %s' % (name, exc))
-
-    wrapper.__name__ = name
-    wrapper.__doc__ = func.__doc__
-    return wrapper
 
 
 def collection_role_vars(roles_dir=ROLES_DIR):
@@ -60,5 +47,5 @@ class FilterModule(object):
 
     def filters(self):
         return {
-            'undeclared_role_vars': _wrap(_undeclared_role_vars, 'undeclared_role_vars'),
+            'undeclared_role_vars': as_filter(_undeclared_role_vars, 'undeclared_role_vars'),
         }

@@ -22,24 +22,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 from ansible_collections.inferops.sglang.plugins.module_utils import (
     _health, _host_init, _nvidia_smi, _python_probe, _sandbox, _secrets, _sglang_venvs, _supervisors, _versions)
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
-
-
-def _wrap(func, name):
-    """The filter ``name`` calling ``func``: its ValueError and TypeError become AnsibleFilterError."""
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except (ValueError, TypeError) as exc:
-            raise AnsibleFilterError('%s: %s' % (name, exc))
-
-    wrapper.__name__ = name
-    wrapper.__doc__ = func.__doc__
-    return wrapper
 
 
 def _complete_settings(args, config=None):
@@ -87,25 +74,25 @@ class FilterModule(object):
 
     def filters(self):
         return {
-            'secret_flags': _wrap(_secrets.secret_flags, 'secret_flags'),
-            'redact_args': _wrap(_secrets.redact_args, 'redact_args'),
-            'redact_env': _wrap(_environment_without_secrets, 'redact_env'),
-            'secret_env_names': _wrap(_secret_env_names, 'secret_env_names'),
-            'redact_argv': _wrap(_argv_without_secrets, 'redact_argv'),
-            'gpus_needed': _wrap(cmdline.gpus_needed, 'gpus_needed'),
-            'server_settings': _wrap(_complete_settings, 'server_settings'),
-            'service_active': _wrap(_supervisors.service_active, 'service_active'),
-            'sandbox_directives': _wrap(_sandbox.sandbox_directives, 'sandbox_directives'),
-            'cache_environment': _wrap(_sandbox.cache_environment, 'cache_environment'),
-            'gpu_device_access': _wrap(_sandbox.gpu_device_access, 'gpu_device_access'),
-            'security_exposure': _wrap(_sandbox.security_exposure, 'security_exposure'),
-            'systemd_version': _wrap(_host_init.parse_systemctl_version, 'systemd_version'),
-            'spawn_probe_argv': _wrap(_python_probe.spawn_probe_argv, 'spawn_probe_argv'),
-            'spawn_env_missing': _wrap(_python_probe.spawn_env_missing, 'spawn_env_missing'),
-            'scheduler_shortfall': _wrap(_health.scheduler_shortfall, 'scheduler_shortfall'),
-            'gpu_blockers': _wrap(_nvidia_smi.gpu_blockers, 'gpu_blockers'),
-            'tp_unusable_reason': _wrap(_tp_unusable_reason, 'tp_unusable_reason'),
-            'deployed_versions': _wrap(_versions.deployed_versions, 'deployed_versions'),
-            'versions_change': _wrap(_versions.versions_change, 'versions_change'),
-            'sglang_requirement': _wrap(_sglang_venvs.sglang_requirement, 'sglang_requirement'),
+            'secret_flags': as_filter(_secrets.secret_flags, 'secret_flags'),
+            'redact_args': as_filter(_secrets.redact_args, 'redact_args'),
+            'redact_env': as_filter(_environment_without_secrets, 'redact_env'),
+            'secret_env_names': as_filter(_secret_env_names, 'secret_env_names'),
+            'redact_argv': as_filter(_argv_without_secrets, 'redact_argv'),
+            'gpus_needed': as_filter(cmdline.gpus_needed, 'gpus_needed'),
+            'server_settings': as_filter(_complete_settings, 'server_settings'),
+            'service_active': as_filter(_supervisors.service_active, 'service_active'),
+            'sandbox_directives': as_filter(_sandbox.sandbox_directives, 'sandbox_directives'),
+            'cache_environment': as_filter(_sandbox.cache_environment, 'cache_environment'),
+            'gpu_device_access': as_filter(_sandbox.gpu_device_access, 'gpu_device_access'),
+            'security_exposure': as_filter(_sandbox.security_exposure, 'security_exposure'),
+            'systemd_version': as_filter(_host_init.parse_systemctl_version, 'systemd_version'),
+            'spawn_probe_argv': as_filter(_python_probe.spawn_probe_argv, 'spawn_probe_argv'),
+            'spawn_env_missing': as_filter(_python_probe.spawn_env_missing, 'spawn_env_missing'),
+            'scheduler_shortfall': as_filter(_health.scheduler_shortfall, 'scheduler_shortfall'),
+            'gpu_blockers': as_filter(_nvidia_smi.gpu_blockers, 'gpu_blockers'),
+            'tp_unusable_reason': as_filter(_tp_unusable_reason, 'tp_unusable_reason'),
+            'deployed_versions': as_filter(_versions.deployed_versions, 'deployed_versions'),
+            'versions_change': as_filter(_versions.versions_change, 'versions_change'),
+            'sglang_requirement': as_filter(_sglang_venvs.sglang_requirement, 'sglang_requirement'),
         }

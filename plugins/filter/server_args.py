@@ -12,8 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
     args_to_argv,
     argv_to_args,
@@ -25,28 +25,16 @@ from ansible_collections.inferops.sglang.plugins.module_utils._server_args impor
 )
 
 
-def _wrap(func):
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except (ValueError, TypeError) as exc:
-            raise AnsibleFilterError('%s: %s' % (func.__name__, exc))
-
-    wrapper.__name__ = func.__name__
-    wrapper.__doc__ = func.__doc__
-    return wrapper
-
-
 class FilterModule(object):
     """SGLang server-argument filters."""
 
     def filters(self):
         return {
-            'server_argv': _wrap(args_to_argv),
-            'argv_to_args': _wrap(argv_to_args),
-            'args_diff': _wrap(diff_args),
-            'topology_defaults': _wrap(topology_defaults),
-            'nccl_profile': _wrap(nccl_profile),
-            'no_proxy_env': _wrap(no_proxy_env),
-            'invalid_env': _wrap(invalid_environment),
+            'server_argv': as_filter(args_to_argv),
+            'argv_to_args': as_filter(argv_to_args),
+            'args_diff': as_filter(diff_args),
+            'topology_defaults': as_filter(topology_defaults),
+            'nccl_profile': as_filter(nccl_profile),
+            'no_proxy_env': as_filter(no_proxy_env),
+            'invalid_env': as_filter(invalid_environment),
         }

@@ -13,8 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.common import one_line
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.data import config_yaml, py_str, yaml_scalar
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.envfile import environment_file_line
@@ -36,19 +36,6 @@ from ansible_collections.inferops.sglang.plugins.module_utils._writers.systemd i
     unit_word,
     unit_words,
 )
-
-
-def _wrap(func, name):
-    """The filter ``name`` calling ``func``: its ValueError and TypeError become AnsibleFilterError."""
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except (ValueError, TypeError) as exc:
-            raise AnsibleFilterError('%s: %s' % (name, exc))
-
-    wrapper.__name__ = name
-    wrapper.__doc__ = func.__doc__
-    return wrapper
 
 
 class FilterModule(object):
@@ -79,4 +66,4 @@ class FilterModule(object):
             'one_line': one_line,
             'unwritable_values': unwritable_values,
         }
-        return dict((name, _wrap(func, name)) for name, func in writers.items())
+        return dict((name, as_filter(func, name)) for name, func in writers.items())

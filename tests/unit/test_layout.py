@@ -9,9 +9,9 @@ The name rule: no two top-level functions (``def`` at module level) anywhere und
 that a name means one contract in the whole collection. Exempt are
 
 * ``main`` and ``argument_spec``: the entry points every module file defines for itself (Ansible runs a
-  module's ``main``; the tests and validate-modules read each module's ``argument_spec``);
-* ``_wrap``: the private adapter of each filter plugin file, which turns the errors of a module_utils
-  function into AnsibleFilterError for that file's filters.
+  module's ``main``; the tests and validate-modules read each module's ``argument_spec``).
+
+(The filter plugin files share one adapter, ``plugin_utils/_filters.as_filter``.)
 
 Methods, nested functions and code inside strings (the programs a module runs in another interpreter) are
 not top-level functions and are not counted.
@@ -27,7 +27,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 PLUGINS = os.path.join(ROOT, 'plugins')
 MODULE_UTILS = os.path.join(PLUGINS, 'module_utils')
 MAX_MODULE_UTILS_LINES = 700
-SAME_NAME_ALLOWED = frozenset(('main', 'argument_spec', '_wrap'))
+SAME_NAME_ALLOWED = frozenset(('main', 'argument_spec'))
 
 
 def files_under(top, suffix=''):
