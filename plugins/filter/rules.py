@@ -26,7 +26,7 @@ __metaclass__ = type
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 from ansible_collections.inferops.sglang.plugins.module_utils import (
     _health, _host_init, _nvidia_smi, _python_probe, _sandbox, _secrets, _sglang_venvs, _supervisors, _versions)
-from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline, identity
 
 
 def _complete_settings(args, config=None):
@@ -91,6 +91,7 @@ class FilterModule(object):
             'spawn_env_missing': as_filter(_python_probe.spawn_env_missing, 'spawn_env_missing'),
             'scheduler_shortfall': as_filter(_health.scheduler_shortfall, 'scheduler_shortfall'),
             'gpu_blockers': as_filter(_nvidia_smi.gpu_blockers, 'gpu_blockers'),
+            'foreign_conflicts': as_filter(identity.foreign_conflicts, 'foreign_conflicts'),
             'tp_unusable_reason': as_filter(_tp_unusable_reason, 'tp_unusable_reason'),
             'deployed_versions': as_filter(_versions.deployed_versions, 'deployed_versions'),
             'versions_change': as_filter(_versions.versions_change, 'versions_change'),

@@ -19,7 +19,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils._writers.common im
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.data import config_yaml, py_str, yaml_scalar
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.envfile import environment_file_line
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.markdown import md_cell, md_code, md_fence, md_inline
-from ansible_collections.inferops.sglang.plugins.module_utils._writers.problems import unwritable_values
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.problems import service_unwritable, unwritable_values
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.shell import shell_word
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.supervisor import (
     supervisor_name,
@@ -65,5 +65,6 @@ class FilterModule(object):
             'md_fence': md_fence,
             'one_line': one_line,
             'unwritable_values': unwritable_values,
+            'service_unwritable': service_unwritable,
         }
         return dict((name, as_filter(func, name)) for name, func in writers.items())

@@ -19,6 +19,7 @@ __metaclass__ = type
 
 import errno
 import fnmatch
+import json
 import os
 import pwd
 import re
@@ -161,15 +162,16 @@ def parse_status_ids(text):
     return ids['Uid:'], ids['Gid:']
 
 
-def read_link_as(path, uid, gid):
-    """The target of the symbolic link ``path`` read by a child process that runs as ``uid``/``gid``, or None when
-    it cannot (the child cannot take the ids, or the read fails there too).
+def read_links_as(paths, uid, gid):
+    """The targets of the symbolic links ``paths`` (list of str) read by one child process that runs as
+    ``uid``/``gid``: a dict path -> target holding the links it could read (empty when the child cannot take the
+    ids).
 
     Why: /proc/<pid>/exe, ns/pid and fd/ are guarded by the kernel's ptrace access check. Root passes it with
     CAP_SYS_PTRACE, which a docker container's root lacks by default; a process of the same user passes it without
     any capability (kernel ptrace.c, __ptrace_may_access: same real, effective and saved uid and gid, the target
     dumpable). So root (which keeps CAP_SETUID and CAP_SETGID in docker's default set) forks a child that becomes
-    the process's user and reads the link; nothing else runs as that user."""
+    the process's user and reads the links; nothing else runs as that user."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -179,8 +181,13 @@ def read_link_as(path, uid, gid):
             os.setgroups([])
             os.setgid(gid)
             os.setuid(uid)
-            target = os.readlink(path)
-            os.write(write_end, target.encode('utf-8', 'surrogateescape'))
+            targets = {}
+            for path in paths:
+                try:
+                    targets[path] = os.readlink(path)
+                except OSError:
+                    pass
+            os.write(write_end, json.dumps(targets).encode('utf-8'))
             status = 0
         finally:  # the child ends here whatever happened, without running this process's cleanup
             os._exit(status)
@@ -196,8 +203,8 @@ def read_link_as(path, uid, gid):
         os.close(read_end)
     dummy, status = os.waitpid(pid, 0)
     if status != 0:
-        return None
-    return b''.join(chunks).decode('utf-8', 'surrogateescape')
+        return {}
+    return json.loads(b''.join(chunks).decode('utf-8'))
 
 
 def _decode_hex_address(hex_addr, ipv6, byteorder):
@@ -391,6 +398,7 @@ class ProcFS(object):
     def __init__(self, root='/proc'):
         self.root = root
         self._btime = None
+        self._as_owner = {}
         try:
             self.clk_tck = os.sysconf('SC_CLK_TCK')
         except (ValueError, OSError, AttributeError):
@@ -434,27 +442,33 @@ class ProcFS(object):
     def exe(self, pid):
         return self.exe_link(pid)[0]
 
+    # The links read as a process's own user where root may not (one child per process, for all of them).
+    OWNER_LINKS = ('exe', 'ns/pid')
+
     def _owner_link(self, pid, name):
         """(target, error) of the link /proc/<pid>/<name>; where the kernel refuses root (EACCES: no CAP_SYS_PTRACE,
-        as in a docker container by default) the link is read again as the process's own user (see
-        read_link_as)."""
+        as in a docker container by default) the links OWNER_LINKS of that process are read as its own user, once
+        (see read_links_as)."""
         path = self._path(pid, name)
         try:
             return os.readlink(path), None
         except OSError as exc:
             error = errno.errorcode.get(exc.errno, str(exc.errno))
         if error in ('EACCES', 'EPERM') and os.geteuid() == 0:
-            ids = parse_status_ids(_read_bytes(self._path(pid, 'status')) or b'')
-            if ids is not None and ids[0] != 0:
-                target = read_link_as(path, ids[0], ids[1])
-                if target is not None:
-                    return target, None
+            if pid not in self._as_owner:
+                ids = parse_status_ids(_read_bytes(self._path(pid, 'status')) or b'')
+                self._as_owner[pid] = {}
+                if ids is not None and ids[0] != 0:
+                    self._as_owner[pid] = read_links_as([self._path(pid, link) for link in self.OWNER_LINKS], *ids)
+            target = self._as_owner[pid].get(path)
+            if target is not None:
+                return target, None
         return None, error
 
     def exe_link(self, pid):
         """(target, error) of /proc/<pid>/exe: the interpreter's real file (symlinks resolved by the kernel, a
         ' (deleted)' suffix removed) and None, or None and why it cannot be read - ``'EACCES'`` where the kernel
-        refuses even when read as the process's own user (see read_link_as), ``'ENOENT'`` for a gone process or a
+        refuses even when read as the process's own user (see read_links_as), ``'ENOENT'`` for a gone process or a
         kernel thread, else the errno name."""
         target, error = self._owner_link(pid, 'exe')
         if target is not None and target.endswith(' (deleted)'):

@@ -15,7 +15,7 @@ A title (``sglang::scheduler_TP0``) and an argv[0] are free text: any process se
   ``bin/python3`` reads as ``/usr/bin/python3.12``) has a Python interpreter's name
   (:func:`cmdline.is_python_interpreter`). SGLang runs as ``python -m sglang.launch_server`` or as the ``sglang``
   console script, whose exe is the interpreter too. Where root may not read another user's exe (no
-  CAP_SYS_PTRACE, as in a docker container), it is read as that user (``_procfs.read_link_as``). A process whose exe
+  CAP_SYS_PTRACE, as in a docker container), it is read as that user (``_procfs.read_links_as``). A process whose exe
   cannot be read even so (EACCES: no CAP_SETUID either, ids that differ, a process that is not dumpable) is
   *unproven*: reported with the reason, never stopped.
 
@@ -209,3 +209,45 @@ def foreign_entries(snap, groups, match_device):
             'fds_readable': readable,
         })
     return entries
+
+
+def _short(text, length=120):
+    text = '%s' % text
+    return text if len(text) <= length + 5 else text[:length - 3] + '...'
+
+
+def foreign_conflicts(facts, port, gpus_needed):
+    """What SGLang servers of other containers take from a new server on this host, as a pre-flight message ('' when
+    nothing): one listening on ``port`` (a container with the host's network), or so many GPUs held that fewer than
+    ``gpus_needed`` of ``gpu_count`` are left. This collection never stops them (they are not its strays).
+
+    :param facts: host facts (module host_facts): ``foreign`` (dicts with ``pid``, ``title``, ``port``, ``holds_port``,
+        ``runtime``, ``container_id``, ``gpus``: GPU identifiers) and ``gpu_count``; either missing is none.
+    :param port: int, the port the new server binds; :param gpus_needed: int, GPUs the new server needs.
+    :returns: str, the message naming each such server (pid, title, container) and what it holds, with the way out.
+    """
+    facts = facts or {}
+    foreign = facts.get('foreign') or []
+    gpu_count = facts.get('gpu_count') or 0
+    on_port = [f for f in foreign if f.get('holds_port') and f.get('port') == int(port)]
+    held = []
+    for f in foreign:
+        for gpu in f.get('gpus') or []:
+            if gpu not in held:
+                held.append(gpu)
+    free = int(gpu_count or 0) - len(held)
+    if not on_port and not (held and free < int(gpus_needed)):
+        return ''
+    lines = []
+    for f in on_port or [f for f in foreign if f.get('gpus')]:
+        where = ' '.join(part for part in (f.get('runtime'), (f.get('container_id') or '')[:12]) if part)
+        lines.append('SGLang server pid %s (%s) runs in another container (%s) and %s.' % (
+            f.get('pid'), _short(f.get('title', '')), where or 'another PID namespace',
+            ('listens on port %d' % int(port)) if f in on_port else 'holds ' + ', '.join(f.get('gpus') or [])))
+    if not on_port:
+        lines.append("Other containers' SGLang servers hold %d of %d GPUs; the server needs %d."
+                     % (len(held), int(gpu_count or 0), int(gpus_needed)))
+    lines.append("This role never stops another container's processes. Stop that container's server (docker stop / "
+                 'podman stop / kubectl delete, on its own terms), or choose another port with service_server_args.port '
+                 'and GPUs with CUDA_VISIBLE_DEVICES in service_environment. Nothing was changed or stopped.')
+    return ' '.join(lines)

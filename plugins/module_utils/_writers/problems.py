@@ -105,3 +105,53 @@ def unwritable_values(values, kinds):
         if reasons:
             problems.append('%s: %s' % (label, '; '.join(reasons)))
     return problems
+
+
+def service_unwritable(manager, values, adopted=None, adopted_env=None):
+    """The pre-flight problems of the service role's files (the unit, or the supervisord program, its wrapper script and
+    supervisord's own file; the environment file): every value that reaches them, checked by the writers of each place
+    it is written (:func:`unwritable_values`), labelled by its variable or, when adopted, its adopted field.
+
+    :param manager: ``'systemd'`` or ``'supervisord'``.
+    :param values: dict with ``working_directory``, ``env_file``, ``cuda_env_file``, ``user``, ``name``, ``group``,
+        ``user_groups`` (list), ``command`` (argv list), ``path`` (the PATH written), ``environment`` (dict: the
+        environment file's variables) and ``log_dir``; a missing key or None is a value not set (skipped).
+    :param adopted: the adopted hand-started server (``main_pid``, ``cwd``, ``user``) or empty/None when nothing is
+        adopted; :param adopted_env: the environment taken from it (dict; ``PATH`` there is labelled as adopted).
+    :returns: list of str, the systemd or supervisord problems in a fixed order (per group, sorted by label); never a
+        value.
+    """
+    systemd = manager == 'systemd'
+    adopted = adopted or {}
+    adopted_env = adopted_env or {}
+    origin = ' (adopted from the hand-started server, pid %s)' % adopted.get('main_pid', '?')
+
+    def label(variable, field, from_adopted):
+        return ('_service_adopted.' + field + origin) if from_adopted else variable
+
+    groups = [
+        ({label('service_working_directory', 'cwd', adopted and adopted.get('cwd')): values.get('working_directory'),
+          'service_env_file': values.get('env_file'), 'service_cuda_env_file': values.get('cuda_env_file')},
+         ['unit_path', 'unit_paths_entry'] if systemd else ['supervisor_value', 'shell_word']),
+        ({label('service_user', 'user', adopted and adopted.get('user')): values.get('user'),
+          'service_name': values.get('name')},
+         ['unit_word'] if systemd else ['supervisor_value', 'supervisor_name']),
+    ]
+    if systemd:
+        groups += [({"service_group (or the user's primary group)": values.get('group')}, 'unit_word'),
+                   ({'service_user_groups': values.get('user_groups')}, 'unit_words')]
+    groups += [
+        ({label('service_server_args (the command line)', 'argv', adopted): values.get('command')},
+         'unit_command' if systemd else 'shell_words'),
+        ({label('PATH (the directory of service_python and the system directories)', 'env.PATH',
+                adopted and 'PATH' in adopted_env): values.get('path')},
+         'unit_environment_value' if systemd else 'shell_word'),
+        ({'the environment file (service_environment, the adopted environment and the cache variables)':
+          values.get('environment')}, 'env_file'),
+    ]
+    if not systemd:
+        groups.append(({'service_log_dir': values.get('log_dir')}, 'supervisor_value'))
+    problems = []
+    for group, kinds in groups:
+        problems.extend(unwritable_values(group, kinds))
+    return problems

@@ -108,3 +108,30 @@ def test_resolve_executable_prefers_venv_python_for_retitled(tmp_path):
     os.symlink(str(real), str(tmp_path / 'venv' / 'bin' / 'python3'))
     got = identity.resolve_executable('sglang::scheduler_TP0', '/usr/bin', '/', str(real), str(tmp_path / 'venv'))
     assert got == str(tmp_path / 'venv' / 'bin' / 'python3')
+
+
+ON_PORT = {'pid': 4242, 'title': 'sglang::http_server', 'port': 30000, 'holds_port': True, 'runtime': 'docker',
+           'container_id': '3f2a9c0d11e4aa77', 'gpus': []}
+WITH_GPUS = {'pid': 5151, 'title': 'python3 -m sglang.launch_server ' + 'x' * 200, 'port': 31000, 'holds_port': False,
+             'runtime': '', 'container_id': '', 'gpus': ['GPU-0', 'GPU-1']}
+
+
+def test_another_containers_server_on_the_port_is_named_with_its_container():
+    message = identity.foreign_conflicts({'foreign': [ON_PORT, WITH_GPUS], 'gpu_count': 8}, 30000, 2)
+    assert message.startswith('SGLang server pid 4242 (sglang::http_server) runs in another container '
+                              '(docker 3f2a9c0d11e4) and listens on port 30000. ')
+    assert '5151' not in message and 'Nothing was changed or stopped.' in message
+
+
+def test_gpus_held_elsewhere_conflict_only_when_too_few_are_left():
+    assert identity.foreign_conflicts({'foreign': [WITH_GPUS], 'gpu_count': 8}, 30000, 6) == ''
+    message = identity.foreign_conflicts({'foreign': [WITH_GPUS, dict(WITH_GPUS, pid=5152)], 'gpu_count': 8}, 30000, 7)
+    assert '(another PID namespace) and holds GPU-0, GPU-1.' in message
+    assert ("Other containers' SGLang servers hold 2 of 8 GPUs; the server needs 7." in message)
+    assert '...' in message and 'x' * 200 not in message
+
+
+def test_no_foreign_server_no_conflict():
+    assert identity.foreign_conflicts({'foreign': [], 'gpu_count': 8}, 30000, 8) == ''
+    assert identity.foreign_conflicts({}, 30000, 1) == '' and identity.foreign_conflicts(None, 30000, 1) == ''
+    assert identity.foreign_conflicts({'foreign': [dict(ON_PORT, holds_port=False)], 'gpu_count': 8}, 30000, 8) == ''

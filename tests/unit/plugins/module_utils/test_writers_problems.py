@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.module_utils._writers.problems import WRITERS, unwritable_values
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.problems import WRITERS, service_unwritable, unwritable_values
 
 INJECTED = 'w\nExecStartPre=+/bin/sh -c "id > /pwned-root"'
 LABEL = 'service_working_directory (adopted from pid 123)'
@@ -50,3 +50,48 @@ def test_every_kind_accepts_a_plain_value():
              'env_file': {'A': 'b'}, 'shell_words': ['a'], 'config_yaml': {'a': 'b'}, 'supervisor_name': 'sglang', 'unit_word': 'a'}
     for kind in WRITERS:
         assert unwritable_values({'x': plain.get(kind, '/a')}, kind) == [], kind
+
+
+INJECTED_DIR = '/home/bob/w\nExecStartPre=+/bin/sh -c "id > /pwned-root"'
+SERVICE_VALUES = {'working_directory': '/srv/sglang work/modèles %h', 'env_file': '/etc/sglang/sglang.env',
+                  'cuda_env_file': '/etc/sglang/cuda.env', 'user': 'sglang', 'name': 'sglang', 'group': 'sglang',
+                  'user_groups': ['video', 'render'], 'command': ['/venv/bin/python3', '-m', 'sglang.launch_server'],
+                  'path': '/venv/bin:/usr/bin:/bin', 'environment': {'HF_HOME': '/var/cache/sglang'},
+                  'log_dir': '/var/log/sglang'}
+
+
+@pytest.mark.parametrize('manager', ['systemd', 'supervisord'])
+def test_the_service_files_hold_odd_but_writable_values(manager):
+    assert service_unwritable(manager, SERVICE_VALUES) == []
+
+
+def test_an_adopted_working_directory_with_a_directive_is_named_by_its_field_and_pid():
+    values = dict(SERVICE_VALUES, working_directory=INJECTED_DIR)
+    adopted = {'main_pid': 4242, 'cwd': INJECTED_DIR, 'user': 'bob'}
+    for manager in ('systemd', 'supervisord'):
+        problems = service_unwritable(manager, values, adopted)
+        assert len(problems) == 1 and problems[0].startswith(
+            '_service_adopted.cwd (adopted from the hand-started server, pid 4242): '), problems
+        assert 'pwned' not in problems[0]
+    # Not adopted: the variable is named.
+    assert service_unwritable('systemd', values)[0].startswith('service_working_directory: ')
+
+
+def test_each_value_is_checked_where_it_is_written_and_labelled():
+    values = dict(SERVICE_VALUES, user='a b', group='g\n', user_groups=['ok', 'x y'], command=['/p', 'a\x00b'],
+                  path='/bin\x00', environment={'A': 'x\x01'}, log_dir='/var/log/a ;b', name='s\n')
+    problems = service_unwritable('systemd', values, {'main_pid': 7}, {'PATH': '/bin'})
+    systemd = [problem.split(':', 1)[0] for problem in problems]
+    assert systemd == ['service_name', 'service_user', "service_group (or the user's primary group)",
+                       'service_user_groups', '_service_adopted.argv (adopted from the hand-started server, pid 7)',
+                       '_service_adopted.env.PATH (adopted from the hand-started server, pid 7)',
+                       'the environment file (service_environment, the adopted environment and the cache variables)']
+    supervisord = [problem.split(':', 1)[0] for problem in service_unwritable('supervisord', values)]
+    assert supervisord == ['service_name', 'service_user', 'service_server_args (the command line)',
+                           'PATH (the directory of service_python and the system directories)',
+                           'the environment file (service_environment, the adopted environment and the cache variables)',
+                           'service_log_dir']
+
+
+def test_unset_service_values_are_skipped():
+    assert service_unwritable('systemd', {}) == []
