@@ -13,7 +13,8 @@ from the GPU count in ``_nvidia_smi`` (``gpu_blockers``, ``tp_unusable_reason``)
 (``systemd_version``) and the proof that a spawned child of the server's interpreter sees the CUDA/NCCL variables in
 ``_python_probe`` (``spawn_probe_argv``, ``spawn_env_missing``), when a running server is degraded in ``_health``
 (``scheduler_shortfall``), the versions of a deployed configuration in ``_versions`` (``deployed_versions``,
-``versions_change``), and the wanted SGLang version and its venv in ``_sglang_venvs`` (``sglang_requirement``).
+``versions_change``), the wanted SGLang version and its venv in ``_sglang_venvs`` (``sglang_requirement``), and the
+server's own logging in ``_server_log`` (``server_log_config``, ``server_log_environment``).
 These are thin wrappers; the contracts are in each filter's documentation
 (``plugins/filter/<name>.yml``) and in the docstrings of the functions.
 """
@@ -25,7 +26,7 @@ __metaclass__ = type
 
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 from ansible_collections.inferops.sglang.plugins.module_utils import (
-    _health, _host_init, _nvidia_smi, _python_probe, _sandbox, _secrets, _sglang_venvs, _supervisors, _versions)
+    _health, _host_init, _nvidia_smi, _python_probe, _sandbox, _secrets, _server_log, _sglang_venvs, _supervisors, _versions)
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline, identity
 
 
@@ -69,6 +70,13 @@ def _secret_env_names(env):
     return _secrets.redact_env(env)[1]
 
 
+def _server_log_config(args, config=None):
+    """``_server_log.logging_config`` for a server's arguments (and its --config file): its ``--log-level``."""
+    if not hasattr(args, 'items') and not isinstance(args, (list, tuple)):
+        raise TypeError('expected a mapping of arguments or an argv list, got %s' % type(args).__name__)
+    return _server_log.logging_config(cmdline.log_level(args, config))
+
+
 class FilterModule(object):
     """The collection's rules, for roles."""
 
@@ -96,4 +104,6 @@ class FilterModule(object):
             'deployed_versions': as_filter(_versions.deployed_versions, 'deployed_versions'),
             'versions_change': as_filter(_versions.versions_change, 'versions_change'),
             'sglang_requirement': as_filter(_sglang_venvs.sglang_requirement, 'sglang_requirement'),
+            'server_log_config': as_filter(_server_log_config, 'server_log_config'),
+            'server_log_environment': as_filter(_server_log.server_environment, 'server_log_environment'),
         }

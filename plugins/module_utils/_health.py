@@ -21,8 +21,9 @@ With ``--api-key`` (and ``--admin-api-key``), SGLang's ``add_api_key_middleware`
 but ``/health*`` and ``/metrics*`` unless the request has ``Authorization: Bearer <key>``; the key on
 ``/health`` is ignored, so the gate sends it on every request.
 
-SGLang logs its whole configuration at start (``server_args=ServerArgs(..., api_key='...', ...)``), so a log
-tail is passed through ``redact_log_line`` before it is returned.
+SGLang logs its whole configuration at start (``server_args=ServerArgs(..., api_key='...', ...)`` in 0.5.9,
+``server_args={'model_path': ..., 'api_key': '...', ...}`` in 0.5.23), so a log tail is passed through
+``_secrets.redact_log_line`` before it is returned.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -31,7 +32,6 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.inferops.sglang.plugins.module_utils._secrets import MASK, is_secret_flag, redact_url_passwords
 from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import (
     SUPERVISOR_ALIVE,
     SYSTEMD_ALIVE,
@@ -185,47 +185,3 @@ def check_chat_response(status, body):
     return True, None, tokens
 
 
-# ``name='value'`` / ``name=value`` (a Python repr, as in ``server_args=ServerArgs(...)``) and
-# ``'name': 'value'`` (a dict repr); ``--flag value`` / ``--flag=value`` (a command line).
-_QUOTED = r"'(?:[^'\\]|\\.)*'" + '|' + r'"(?:[^"\\]|\\.)*"'
-_ASSIGNMENT_RE = re.compile(r"""(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)(=)(%s|[^\s,)}\]]+)""" % _QUOTED)
-_DICT_ITEM_RE = re.compile(r"""(['"])([A-Za-z_][A-Za-z0-9_-]*)\1(:\s*)(%s|[^\s,)}\]]+)""" % _QUOTED)
-_FLAG_RE = re.compile(r"""(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)(=|\s+)(%s|[^\s'"]+)""" % _QUOTED)
-
-
-def _masked(value):
-    """``value`` hidden, keeping its quotes; None, '' and a following ``--flag`` are left alone."""
-    if value in ('None', "''", '""', 'null') or value.startswith('--'):
-        return value
-    if value[:1] in ('"', "'"):
-        return value[0] + MASK + value[0]
-    return MASK
-
-
-def redact_log_line(line):
-    """``line`` with the values of secret settings hidden (``api_key='s3cret'`` -> ``api_key='********'``).
-
-    Secret names follow the collection's one rule, ``_secrets.is_secret_flag`` (``api_key``, ``admin_api_key``,
-    ``ssl_keyfile_password``, ``hf_token``...; not ``ssl_keyfile`` or ``max_total_tokens``), in three shapes:
-    a Python repr ``name=value``, a dict repr ``'name': value`` and a command line ``--name value``; and the
-    password of every URL in the line (``_secrets.redact_url_passwords``: ``otlp_traces_endpoint='http://u:********@h'``).
-    """
-    def assignment(match):
-        if not is_secret_flag(match.group(1)):
-            return match.group(0)
-        return match.group(1) + match.group(2) + _masked(match.group(3))
-
-    def dict_item(match):
-        if not is_secret_flag(match.group(2)):
-            return match.group(0)
-        return match.group(1) + match.group(2) + match.group(1) + match.group(3) + _masked(match.group(4))
-
-    def flag(match):
-        if not is_secret_flag(match.group(1)[2:], match.group(3)):
-            return match.group(0)
-        return match.group(1) + match.group(2) + _masked(match.group(3))
-
-    line = _FLAG_RE.sub(flag, line)
-    line = _DICT_ITEM_RE.sub(dict_item, line)
-    line = _ASSIGNMENT_RE.sub(assignment, line)
-    return redact_url_passwords(line)[0]

@@ -40,6 +40,10 @@ argv and unit files.
 
 Environment variables are secrets when their name contains KEY, TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE or
 CREDENTIAL, or ends with _PWD (``MYSQL_PWD``), in any case (:func:`is_secret_env_name`). Hidden values read ``MASK``.
+
+A log line is masked by :func:`redact_log_line`, here and on the server itself: this file imports nothing but the
+standard library, and the service role installs a copy of it beside the server (``inferops_sglang_secrets.py``), where
+the log filter of ``_server_log`` uses it. Keep it that way: no import from the collection.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -357,3 +361,49 @@ def redact_env(env):
         if changed:
             hidden.append(name)
     return out, sorted(hidden)
+
+
+# ``name='value'`` / ``name=value`` (a Python repr, as in ``server_args=ServerArgs(...)``) and
+# ``'name': 'value'`` (a dict repr); ``--flag value`` / ``--flag=value`` (a command line).
+_QUOTED = r"'(?:[^'\\]|\\.)*'" + '|' + r'"(?:[^"\\]|\\.)*"'
+_ASSIGNMENT_RE = re.compile(r"""(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)(=)(%s|[^\s,)}\]]+)""" % _QUOTED)
+_DICT_ITEM_RE = re.compile(r"""(['"])([A-Za-z_][A-Za-z0-9_-]*)\1(:\s*)(%s|[^\s,)}\]]+)""" % _QUOTED)
+_FLAG_RE = re.compile(r"""(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)(=|\s+)(%s|[^\s'"]+)""" % _QUOTED)
+
+
+def _masked(value):
+    """``value`` hidden, keeping its quotes; None, '' and a following ``--flag`` are left alone."""
+    if value in ('None', "''", '""', 'null') or value.startswith('--'):
+        return value
+    if value[:1] in ('"', "'"):
+        return value[0] + MASK + value[0]
+    return MASK
+
+
+def redact_log_line(line):
+    """``line`` with the values of secret settings hidden (``api_key='s3cret'`` -> ``api_key='********'``).
+
+    Secret names follow the collection's one rule, :func:`is_secret_flag` (``api_key``, ``admin_api_key``,
+    ``ssl_keyfile_password``, ``hf_token``...; not ``ssl_keyfile`` or ``max_total_tokens``), in three shapes:
+    a Python repr ``name=value``, a dict repr ``'name': value`` and a command line ``--name value``; and the
+    password of every URL in the line (:func:`redact_url_passwords`: ``otlp_traces_endpoint='http://u:********@h'``).
+    """
+    def assignment(match):
+        if not is_secret_flag(match.group(1)):
+            return match.group(0)
+        return match.group(1) + match.group(2) + _masked(match.group(3))
+
+    def dict_item(match):
+        if not is_secret_flag(match.group(2)):
+            return match.group(0)
+        return match.group(1) + match.group(2) + match.group(1) + match.group(3) + _masked(match.group(4))
+
+    def flag(match):
+        if not is_secret_flag(match.group(1)[2:], match.group(3)):
+            return match.group(0)
+        return match.group(1) + match.group(2) + _masked(match.group(3))
+
+    line = _FLAG_RE.sub(flag, line)
+    line = _DICT_ITEM_RE.sub(dict_item, line)
+    line = _ASSIGNMENT_RE.sub(assignment, line)
+    return redact_url_passwords(line)[0]

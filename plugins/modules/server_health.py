@@ -304,7 +304,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native, to_text
-from ansible_collections.inferops.sglang.plugins.module_utils import _health, _http, _supervisors
+from ansible_collections.inferops.sglang.plugins.module_utils import _health, _http, _secrets, _supervisors
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process.discovery import discover
 
 
@@ -385,7 +385,7 @@ class Gate(object):
         if self.p['manager'] == 'systemd':
             rc, out, err = self.module.run_command(
                 ['journalctl', '-u', self.p['service'], '-n', str(lines), '--no-pager', '-o', 'short-iso'])
-            return [_health.redact_log_line(line) for line in to_text(out or err).splitlines()[-lines:]]
+            return [_secrets.redact_log_line(line) for line in to_text(out or err).splitlines()[-lines:]]
         if self.p['manager'] == 'supervisord' and self.p['log_file']:
             try:
                 with open(self.p['log_file'], 'rb') as handle:
@@ -393,7 +393,7 @@ class Gate(object):
                     size = handle.tell()
                     handle.seek(max(0, size - 65536))
                     tail = to_text(handle.read(), errors='replace').splitlines()[-lines:]
-                return [_health.redact_log_line(line) for line in tail]
+                return [_secrets.redact_log_line(line) for line in tail]
             except (IOError, OSError) as exc:
                 return ['(could not read %s: %s)' % (self.p['log_file'], to_native(exc))]
         return []

@@ -928,6 +928,25 @@ SERVER_ARGS_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] server_args=
                               r"tokenizer_path='\1', .*\)$", re.M)
 
 
+def test_logging_config_path_replaces_sglang_format_in_every_process(servers, tmp_path):
+    """SGLANG_LOGGING_CONFIG_PATH: configure_logger loads that dictConfig JSON instead of its own format, in the
+    launcher and in each scheduler (SGLang 0.5.9/0.5.23 utils/common.py); a missing file stops the server."""
+    config = {"version": 1, "disable_existing_loggers": False,
+              "formatters": {"f": {"format": "CUSTOM %(process)d %(message)s"}},
+              "handlers": {"h": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "f"}},
+              "root": {"level": "INFO", "handlers": ["h"]}}
+    path = write(tmp_path / "logging.json", json.dumps(config))
+    server = servers("--tp-size", "2", env={"SGLANG_LOGGING_CONFIG_PATH": path})
+    server.wait_ready()
+    log = server.log()
+    assert re.search(r"^CUSTOM %d server_args=ServerArgs\(" % server.pid, log, re.M), log
+    assert not re.search(r"^\[\d{4}-", log, re.M), log
+    missing = servers(env={"SGLANG_LOGGING_CONFIG_PATH": str(tmp_path / "none.json")})
+    assert missing.wait_exit(timeout=10) != 0
+    assert "Setting SGLANG_LOGGING_CONFIG_PATH from env with %s but it does not exist!" % (tmp_path / "none.json") \
+        in missing.log()
+
+
 def test_api_keys_as_0_5_9_enforces_them_and_server_args_log_line(servers, tmp_path):
     # keys from a --config file, the port from the command line
     both_cfg = write(tmp_path / "both.yaml", "api-key: sk-user\nadmin-api-key: sk-admin\n")

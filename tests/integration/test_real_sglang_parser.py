@@ -225,3 +225,29 @@ def test_fallback_skip_without_sglang():
     assert rc != 0
     assert result['checked'] is False
     assert result['msg'].startswith('Cannot check the SGLang server arguments')
+
+
+def test_real_configure_logger_masks_with_the_collections_logging_config(real_version, tmp_path):
+    """SGLang 0.5.23's own configure_logger, given the service role's SGLANG_LOGGING_CONFIG_PATH and PYTHONPATH,
+    masks the API key of its start-up line (engine.py: logger.info(f"server_args={...}")) and of any other line."""
+    from ansible_collections.inferops.sglang.plugins.module_utils import _server_log
+    module_utils = Path(_server_log.__file__).parent
+    shutil.copy(str(module_utils / '_server_log.py'), str(tmp_path / 'inferops_sglang_log.py'))
+    shutil.copy(str(module_utils / '_secrets.py'), str(tmp_path / 'inferops_sglang_secrets.py'))
+    config = tmp_path / 'sglang-logging.json'
+    config.write_text(json.dumps(_server_log.logging_config('info')))
+    script = (
+        'import logging\n'
+        'from sglang.srt.utils.common import configure_logger\n'
+        'configure_logger(None)\n'
+        'log = logging.getLogger("sglang.srt.entrypoints.engine")\n'
+        'log.info(f"server_args={ {\'model_path\': \'/m\', \'api_key\': %r, \'port\': 30000} }")\n'
+        'logging.getLogger("sglang.srt.managers.scheduler").warning("--admin-api-key %s given")\n'
+    ) % (SECRET, SECRET)
+    env = _server_log.server_environment({'PATH': os.environ.get('PATH', '/usr/bin:/bin')}, str(config), str(tmp_path))
+    proc = subprocess.run([REAL_PYTHON, '-c', script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert SECRET not in proc.stderr + proc.stdout
+    assert "] server_args={'model_path': '/m', 'api_key': '********', 'port': 30000}" in proc.stderr, proc.stderr
+    assert '--admin-api-key ******** given' in proc.stderr

@@ -383,6 +383,26 @@ def server_settings(args, config=None):
     return settings
 
 
+def log_level(args, config=None):
+    """The server's ``--log-level`` (SGLang's default ``info``), from its arguments over its --config file.
+
+    :param args: a mapping of server arguments (keys with or without leading dashes, ``_`` or ``-``) or an argv list.
+    :param config: as :func:`server_settings`.
+    :returns: str, lower case, as given (SGLang's choices are checked by its parser, not here).
+    """
+    level = config_values(config).get('--log-level')
+    if hasattr(args, 'items'):
+        for key, value in args.items():
+            if _flag_of(key) == '--log-level' and value is not None:
+                level = value
+    else:
+        for i, arg in enumerate(args):
+            flag, sep, value = str(arg).partition('=')
+            if flag == '--log-level':
+                level = value if sep else (args[i + 1] if i + 1 < len(args) else level)
+    return str(level or 'info').lower()
+
+
 def gpus_needed(args, config=None):
     """GPUs per node a server with these arguments needs: tp x pp x dp / nnodes (integer division),
     without the dp factor when ``--enable-dp-attention`` is set (the data-parallel attention ranks then

@@ -76,32 +76,6 @@ def test_check_chat_response(status, body, ok):
     assert _health.check_chat_response(status, body)[0] is ok
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("[2026-01-01 10:00:00] server_args=ServerArgs(model_path='/m', api_key='s3cret', admin_api_key=None, "
-     "ssl_keyfile='/etc/k.pem', ssl_keyfile_password='p w', max_total_tokens=5, hf_token=hf_abc)",
-     "[2026-01-01 10:00:00] server_args=ServerArgs(model_path='/m', api_key='********', admin_api_key=None, "
-     "ssl_keyfile='/etc/k.pem', ssl_keyfile_password='********', max_total_tokens=5, hf_token=********)"),
-    ("python -m sglang.launch_server --api-key s3cret --port 30000 --admin-api-key=adm --ssl-keyfile /k.pem",
-     "python -m sglang.launch_server --api-key ******** --port 30000 --admin-api-key=******** --ssl-keyfile /k.pem"),
-    ("--api-key --port 1", "--api-key --port 1"),
-    ("{'api_key': 's3cret', 'port': 30000, \"admin_api_key\": \"adm\"}",
-     "{'api_key': '********', 'port': 30000, \"admin_api_key\": \"********\"}"),
-    ("api_key='it\\'s' and more", "api_key='********' and more"),
-    ("Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
-     "Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"),
-    ("max_total_tokens=1 tokenizer_path='/t'", "max_total_tokens=1 tokenizer_path='/t'"),
-    # A password inside a URL value (SGLang logs its server_args at start-up), in each shape.
-    ("server_args=ServerArgs(otlp_traces_endpoint='http://u:PASS@otel.example:4317', port=30000)",
-     "server_args=ServerArgs(otlp_traces_endpoint='http://u:********@otel.example:4317', port=30000)"),
-    ("{'otlp_traces_endpoint': 'http://u:PASS@otel:4317'}", "{'otlp_traces_endpoint': 'http://u:********@otel:4317'}"),
-    ("launch --otlp-traces-endpoint http://u:PASS@otel:4317 --port 1",
-     "launch --otlp-traces-endpoint http://u:********@otel:4317 --port 1"),
-    ("Proxy HTTPS_PROXY=john:PASS@proxy.example:3128 used", "Proxy HTTPS_PROXY=john:********@proxy.example:3128 used"),
-])
-def test_redact_log_line(line, expected):
-    assert _health.redact_log_line(line) == expected
-
-
 def test_scheduler_shortfall_counts_scheduler_members():
     """C25: a converged server lost sglang::scheduler_TP3 (kill -9): 3 of the 4 schedulers tp 4 needs."""
     from ansible_collections.inferops.sglang.plugins.module_utils._health import scheduler_shortfall

@@ -12,6 +12,7 @@ import argparse
 
 import pytest
 
+from ansible_collections.inferops.sglang.plugins.module_utils import _secrets
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import (
     MASK,
     NOT_SECRET_FLAG_SOURCES,
@@ -328,3 +329,32 @@ def test_url_passwords_are_found_in_linear_time(value):
     redact_url_passwords(value)
     url_passwords(value)
     assert time.time() - started < 5.0
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("[2026-01-01 10:00:00] server_args=ServerArgs(model_path='/m', api_key='s3cret', admin_api_key=None, "
+     "ssl_keyfile='/etc/k.pem', ssl_keyfile_password='p w', max_total_tokens=5, hf_token=hf_abc)",
+     "[2026-01-01 10:00:00] server_args=ServerArgs(model_path='/m', api_key='********', admin_api_key=None, "
+     "ssl_keyfile='/etc/k.pem', ssl_keyfile_password='********', max_total_tokens=5, hf_token=********)"),
+    ("python -m sglang.launch_server --api-key s3cret --port 30000 --admin-api-key=adm --ssl-keyfile /k.pem",
+     "python -m sglang.launch_server --api-key ******** --port 30000 --admin-api-key=******** --ssl-keyfile /k.pem"),
+    ("--api-key --port 1", "--api-key --port 1"),
+    # 0.5.23: server_args={...} (a dict repr of ServerArgs.resolved_dict())
+    ("[2026-12-01 10:00:00] server_args={'model_path': '/m', 'api_key': 'k3y', 'admin_api_key': None, 'port': 30000}",
+     "[2026-12-01 10:00:00] server_args={'model_path': '/m', 'api_key': '********', 'admin_api_key': None, 'port': 30000}"),
+    ("{'api_key': 's3cret', 'port': 30000, \"admin_api_key\": \"adm\"}",
+     "{'api_key': '********', 'port': 30000, \"admin_api_key\": \"********\"}"),
+    ("api_key='it\\'s' and more", "api_key='********' and more"),
+    ("Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+     "Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"),
+    ("max_total_tokens=1 tokenizer_path='/t'", "max_total_tokens=1 tokenizer_path='/t'"),
+    # A password inside a URL value (SGLang logs its server_args at start-up), in each shape.
+    ("server_args=ServerArgs(otlp_traces_endpoint='http://u:PASS@otel.example:4317', port=30000)",
+     "server_args=ServerArgs(otlp_traces_endpoint='http://u:********@otel.example:4317', port=30000)"),
+    ("{'otlp_traces_endpoint': 'http://u:PASS@otel:4317'}", "{'otlp_traces_endpoint': 'http://u:********@otel:4317'}"),
+    ("launch --otlp-traces-endpoint http://u:PASS@otel:4317 --port 1",
+     "launch --otlp-traces-endpoint http://u:********@otel:4317 --port 1"),
+    ("Proxy HTTPS_PROXY=john:PASS@proxy.example:3128 used", "Proxy HTTPS_PROXY=john:********@proxy.example:3128 used"),
+])
+def test_redact_log_line(line, expected):
+    assert _secrets.redact_log_line(line) == expected

@@ -11,6 +11,7 @@ import ctypes
 import ctypes.util
 import json
 import logging
+import logging.config
 import os
 import signal
 import sys
@@ -147,7 +148,22 @@ def kill_itself_when_parent_died() -> bool:
 
 # --------------------------------------------------------------------------- logging
 def configure_logger(log_level: str, prefix: str = "") -> None:
-    """SGLang's format: ``[2026-11-30 05:00:00 TP0] message`` on stderr."""
+    """SGLang's format: ``[2026-11-30 05:00:00 TP0] message`` on stderr.
+
+    As SGLang's ``configure_logger`` (0.5.9 and 0.5.23 ``python/sglang/srt/utils/common.py``): when
+    ``SGLANG_LOGGING_CONFIG_PATH`` is set, that JSON file is loaded with ``logging.config.dictConfig`` instead
+    (a missing file raises the same ``Exception``), and nothing else is configured.
+    """
+    config_path = os.environ.get("SGLANG_LOGGING_CONFIG_PATH")
+    if config_path:
+        if not os.path.exists(config_path):
+            raise Exception(  # pylint: disable=broad-exception-raised  # as SGLang
+                "Setting SGLANG_LOGGING_CONFIG_PATH from env with "
+                f"{config_path} but it does not exist!"
+            )
+        with open(config_path, encoding="utf-8") as file:
+            logging.config.dictConfig(json.loads(file.read()))
+        return
     level = getattr(logging, str(log_level).upper(), logging.INFO)
     logging.basicConfig(
         level=level,
