@@ -30,7 +30,6 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
-import re
 
 from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import (
     SUPERVISOR_ALIVE,
@@ -197,5 +196,3 @@ def check_chat_response(status, body):
         return False, 'the completion is empty (no content, reasoning_content or tool_calls; %d tokens, finish_reason %s)' % (
             tokens, choice.get('finish_reason')), 0
     return True, None, tokens
-
-
