@@ -2,7 +2,7 @@
 # Copyright (c) inferops.sglang developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-# The address filters (plugins/filter/net.py) and the worker URL filters of plugins/filter/fleet.py. They are
+# The address filters (plugins/filter/net.py), the worker URL filters of plugins/filter/fleet.py and router_plan. They are
 # called in a child Python: importing
 # controller code (ansible.errors) in this process would switch module_utils' warnings to controller mode for
 # the module tests that run later in it.
@@ -55,8 +55,9 @@ def test_probe_url():
 NAMED_CHILD = r'''
 import json, sys
 from ansible.errors import AnsibleFilterError
-from ansible_collections.inferops.sglang.plugins.filter import fleet, net
+from ansible_collections.inferops.sglang.plugins.filter import fleet, net, router
 filters = dict(net.FilterModule().filters(), **fleet.FilterModule().filters())
+filters.update(router.FilterModule().filters())
 out = []
 for name, args in json.loads(sys.argv[1]):
     try:
@@ -89,6 +90,7 @@ NAMED_CASES = [
     (('worker_urls', [['fd00:10::1', 'fd00:10::2', 'gpu-cfg'], HOSTVARS, {'gpu-cfg': 'port: 31000\n'}]),
      ['http://[fd00:10::1]:30000', 'http://gpu-cfg:31000']),
     (('worker_urls', [['gpu-cfg'], HOSTVARS]), ['http://gpu-cfg:30000']),
+    (('router_plan', [['not', 'a', 'mapping']]), 'error: router_plan: expected the router role inputs as a mapping, got list'),
     (('worker_urls', [['x'], {'x': {'service_server_args': {'port': 'p'}}}]),
      'error: worker_urls: x: the port of these arguments is not an integer of 1-65535'),
 ]
