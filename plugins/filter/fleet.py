@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters that plan a fleet rollout and list the router's workers.
 
-The logic lives in the private module_utils ``_fleet`` and, for the workers' URLs, ``_plans/urls`` (the one URL
+The logic lives in the private module_utils ``_fleet`` (the role's plan: ``_plans/fleet``) and, for the workers' URLs, ``_plans/urls`` (the one URL
 rule of the collection); these are thin wrappers.
 """
 
@@ -15,7 +15,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _fleet
-from ansible_collections.inferops.sglang.plugins.module_utils._plans import urls
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import fleet, urls
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 
 
@@ -75,6 +75,7 @@ class FilterModule(object):
         return {
             'rollout_plan': rollout_plan,
             'rollout_serial': rollout_serial,
+            'fleet_plan': as_filter(fleet.fleet_plan, 'fleet_plan'),
             'worker_urls': as_filter(urls.worker_urls, 'worker_urls'),
             'worker_config_paths': as_filter(urls.worker_config_paths, 'worker_config_paths'),
             'fleet_summary_rows': fleet_summary_rows,
