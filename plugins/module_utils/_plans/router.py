@@ -81,8 +81,8 @@ def _key_problems(p):
             'router_control_plane_api_keys must be a list of {id, name, role, key}, each a string - id and name not '
             "empty and without ':' (id not starting with '-'), role admin or user, key not empty and without "
             'whitespace, ids unique; router_api_key and router_worker_api_key are strings without whitespace. '
-            'The ids given: %s; their roles: %s.' % (', '.join(ids) if ids else 'none',
-                                                    ', '.join(str(entry.get('role', '')) for entry in entries)))
+            'The ids given: %s; their roles: %s.'
+            % (', '.join(ids) if ids else 'none', ', '.join(str(entry.get('role', '')) for entry in entries)))
     if p.get('worker_urls') and entries and not any(entry.get('role') == 'admin' for entry in entries):
         problems.append(
             "router_control_plane_api_keys has no key with the role admin, and the router's worker API (/workers, "
