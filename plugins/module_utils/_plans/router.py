@@ -101,20 +101,35 @@ def _worker_problems(p):
     return []
 
 
-def router_plan(inputs):
+def _own_server_port(p, hostvars):
+    """The port of the SGLang server of this host (``name``) when it is one of ``worker_hosts``, else None; its
+    ``service_server_args`` from ``hostvars`` and its ``--config`` text from ``worker_configs``."""
+    name = p.get('name')
+    if name is None or name not in (p.get('worker_hosts') or []):
+        return None
+    try:
+        args = hostvars[name].get('service_server_args') or {}
+    except (KeyError, AttributeError, TypeError):
+        args = {}
+    return urls.server_endpoint(args, (p.get('worker_configs') or {}).get(name))['port']
+
+
+def router_plan(inputs, hostvars=None):
     """The router role's derived values and problems.
 
     :param inputs: dict of the role's variables without the ``router_`` prefix - ``host``, ``port``, ``policy``,
         ``args`` (dict), ``venv``, ``python``, ``version``, ``secrets_file``, ``ca_path``, ``user``, ``group``,
         ``service_name``, ``worker_urls`` (list), ``api_key``, ``worker_api_key``, ``control_plane_api_keys``
-        (list of {id, name, role, key}) - and ``server_port``: the port of an SGLang server of this host
-        (``urls.server_endpoint``), or None when the host runs none.
+        (list of {id, name, role, key}) - and, for the port of an SGLang server on the router's host
+        (``urls.server_endpoint``): ``name`` (this host), ``worker_hosts`` (the servers' hosts), ``worker_configs``
+        (host -> the text of its ``--config`` file, as read by the pre-flight).
+    :param hostvars: Ansible's hostvars (this host's ``service_server_args`` when it is a server too), or None.
     :returns: dict - ``unit``, ``unit_path``, ``scheme`` (``urls.router_scheme``), ``url`` (how this host probes the
         router: ``_http.base_url``, a wildcard bind on loopback), ``args`` (host, port, policy, then ``args``),
         ``python`` (the venv's interpreter), ``argv`` (the args as argv words; [] while there are problems),
         ``file_args`` (absolute paths the router reads), ``capabilities`` (list: CAP_NET_BIND_SERVICE below port 1024),
         ``workers`` (the worker URLs), ``problems`` (list of str: what to fix, empty when none).
-    :raises TypeError: when ``inputs`` is not a mapping.
+    :raises TypeError: when ``inputs`` is not a mapping; ValueError for a bad port of this host's server.
     """
     if not hasattr(inputs, 'get'):
         raise TypeError('expected the router role inputs as a mapping, got %s' % type(inputs).__name__)
@@ -134,7 +149,8 @@ def router_plan(inputs):
         port = int(p.get('port'))
     except (TypeError, ValueError):
         port = 0
-    if p.get('server_port') is not None and int(p['server_port']) == port:
+    server_port = _own_server_port(p, hostvars or {})
+    if server_port is not None and server_port == port:
         problems.append('this host also runs an SGLang server on port %d; give the router another router_port.' % port)
 
     scheme = urls.router_scheme(args)

@@ -16,15 +16,16 @@ BASE = {
     'python': '/usr/bin/python3', 'version': '0.3.2', 'secrets_file': '/etc/sglang-router/secrets.json',
     'ca_path': '', 'user': 'sglang-router', 'group': 'sglang-router', 'service_name': 'sglang-router',
     'worker_urls': ['http://gpu-01:30000', 'http://[fd00:10::1]:31000'], 'api_key': '', 'worker_api_key': '',
-    'control_plane_api_keys': [], 'server_port': None,
+    'control_plane_api_keys': [], 'name': 'router-01', 'worker_hosts': ['gpu-01'], 'worker_configs': {},
 }
+HOSTVARS = {'router-01': {'service_server_args': {'model-path': '/m', 'config': '/etc/sglang/server.yaml'}}}
 ADMIN = {'id': 'cp1', 'name': 'ansible', 'role': 'admin', 'key': 'cp-Secret-1'}
 
 
-def plan(**changes):
+def plan(hostvars=None, **changes):
     inputs = dict(BASE)
     inputs.update(changes)
-    return router_plan(inputs)
+    return router_plan(inputs, HOSTVARS if hostvars is None else hostvars)
 
 
 def test_values():
@@ -89,7 +90,9 @@ def test_keys_are_never_in_the_plan():
     ({'worker_urls': ['http://gpu-01:30000/v1']}, 'router_worker_urls must be http(s)://host:port URLs without a path'),
     ({'worker_urls': ['gpu-01:30000']}, 'router_worker_urls must be'),
     ({'worker_urls': ['http://']}, 'router_worker_urls must be'),
-    ({'server_port': 30000}, 'this host also runs an SGLang server on port 30000'),
+    ({'worker_hosts': ['gpu-01', 'router-01']}, 'this host also runs an SGLang server on port 30000'),
+    ({'port': 31000, 'worker_hosts': ['router-01'], 'worker_configs': {'router-01': 'port: 31000\n'}},
+     'also runs an SGLang server on port 31000'),
 ])
 def test_each_problem(changes, words):
     p = plan(**changes)
@@ -101,7 +104,21 @@ def test_each_problem(changes, words):
 def test_no_admin_key_needed_without_workers_or_keys():
     assert plan(worker_urls=[], control_plane_api_keys=[dict(ADMIN, role='user')])['problems'] == []
     assert plan(control_plane_api_keys=[])['problems'] == []
-    assert plan(server_port=31000)['problems'] == []
+
+
+@pytest.mark.parametrize('changes', [
+    {'worker_configs': {'router-01': 'port: 31000\n'}},   # its server's port is in its --config file
+    {'port': 31000},
+    {'name': None},
+])
+def test_a_server_of_this_host_on_another_port(changes):
+    changes.setdefault('worker_hosts', ['gpu-01', 'router-01'])
+    assert plan(**changes)['problems'] == []
+
+
+def test_a_server_of_this_host_without_hostvars():
+    assert plan(hostvars={}, worker_hosts=['router-01'], port=31000)['problems'] == []
+    assert 'port 30000' in plan(hostvars={}, worker_hosts=['router-01'])['problems'][0]
 
 
 def test_every_problem_at_once():
