@@ -5,9 +5,9 @@
 # Select stages with STAGES="lint changelog sanity unit docs integration build molecule" and scenarios with
 # SCENARIOS="default ...". The molecule stage builds and installs the tarball first when the build stage did not run.
 #
-# Two lanes run at once (TEST_JOBS=1: one lane, everything in order). The build runs first, alone; then lane 1 runs
-# the other stages in STAGES order and after them the scenarios not in LANE2_SCENARIOS, while lane 2 runs the
-# scenarios in LANE2_SCENARIOS ("fleet no_systemd secure upgrade" by default, in that order). Most of a scenario's
+# Two lanes run at once (TEST_JOBS=1: one lane, everything in order). Lane 1 runs the stages in STAGES order and
+# after them the scenarios not in LANE2_SCENARIOS, while lane 2 runs the build and then the scenarios in
+# LANE2_SCENARIOS ("fleet no_systemd secure upgrade" by default, in that order); lane 1's scenarios wait for the build. Most of a scenario's
 # time is spent waiting (loads, gates, sleeps), so the two lanes share two cores. Scenarios with the same container
 # names (default, rollback and no_systemd all use sglang-host) never overlap: each scenario holds a lock per container
 # name (build/test-logs/locks) while it runs. Each lane writes its log to build/test-logs/laneN.log, printed whole
@@ -52,14 +52,16 @@ stage() {
 # modules) comes from the installed tarball; the rest of the path (the venv's site-packages, from scripts/setup.sh)
 # still gives community.docker, ansible.posix and community.general, and also holds the link to this tree, which is
 # only reached when build/collections lacks the collection (tests/packaging checks that it does not).
-built=0
+# The build's outcome goes to $logs/built (1: built and checked, 2: failed), which a scenario of either lane waits for.
 built_collections_path="$INFEROPS_REPO/build/collections:$ANSIBLE_COLLECTIONS_PATH"
 build_collection() {
-  built=2
-  stage build-collection bash scripts/build-collection.sh || return
-  stage packaging-tests env ANSIBLE_COLLECTIONS_PATH="$built_collections_path" \
-    python -m pytest -q -p no:cacheprovider tests/packaging || return
-  built=1
+  local rc=2
+  stage build-collection bash scripts/build-collection.sh &&
+    stage packaging-tests env ANSIBLE_COLLECTIONS_PATH="$built_collections_path" \
+      python -m pytest -q -p no:cacheprovider tests/packaging &&
+    rc=1
+  echo "$rc" > "$logs/built"
+  [ "$rc" = 1 ]
 }
 
 # The container names of a scenario (its molecule.yml's platforms, else the shared config's), sorted.
@@ -85,7 +87,8 @@ with_container_locks() {
 
 scenario() {
   local sc="$1"
-  if [ "$built" = 1 ]; then
+  while [ ! -s "$logs/built" ]; do sleep 5; done
+  if [ "$(cat "$logs/built")" = 1 ]; then
     stage "molecule-$sc" with_container_locks "$sc" env ANSIBLE_COLLECTIONS_PATH="$built_collections_path" \
       molecule test -s "$sc"
   else
@@ -116,6 +119,9 @@ run_stage() {
       stage docs-build bash scripts/build-docs.sh
       stage ansible-doc python -m pytest -q -p no:cacheprovider tests/docs
       ;;
+    build)
+      build_collection
+      ;;
     unit)
       stage unit-tests python -m pytest -q -p no:cacheprovider tests/unit tests/double
       ;;
@@ -144,28 +150,31 @@ run_lane() {
   return $rc
 }
 
-# Which stage goes where.
+# Which stage goes where. The build (also run for the molecule stage when STAGES lacks it) goes first in lane 2, or in
+# lane 1 before its first scenario when lane 2 has none.
 lane1=()
 lane2=()
+with_build=0
 with_molecule=0
 for s in $STAGES; do
   case "$s" in
-    build) [ "$built" != 0 ] || build_collection ;;
+    build) with_build=1 ;;
     molecule) with_molecule=1 ;;
     *) lane1+=("$s") ;;
   esac
 done
-if [ "$with_molecule" = 1 ]; then
-  [ "$built" != 0 ] || build_collection
-  for sc in $SCENARIOS; do
-    if [ "$TEST_JOBS" -gt 1 ] && [[ " $LANE2_SCENARIOS " == *" $sc "* ]]; then continue; fi
-    lane1+=("molecule:$sc")
+if [ "$with_molecule" = 1 ] && [ "$TEST_JOBS" -gt 1 ]; then
+  for sc in $LANE2_SCENARIOS; do
+    [[ " $SCENARIOS " == *" $sc "* ]] && lane2+=("molecule:$sc")
   done
-  if [ "$TEST_JOBS" -gt 1 ]; then
-    for sc in $LANE2_SCENARIOS; do
-      [[ " $SCENARIOS " == *" $sc "* ]] && lane2+=("molecule:$sc")
-    done
-  fi
+fi
+if [ "$with_build" = 1 ] || [ "$with_molecule" = 1 ]; then
+  if [ ${#lane2[@]} -gt 0 ]; then lane2=(build "${lane2[@]}"); else lane1+=(build); fi
+fi
+if [ "$with_molecule" = 1 ]; then
+  for sc in $SCENARIOS; do
+    [[ " ${lane2[*]} " == *" molecule:$sc "* ]] || lane1+=("molecule:$sc")
+  done
 fi
 
 if [ ${#lane2[@]} = 0 ] || [ ${#lane1[@]} = 0 ]; then
