@@ -6,12 +6,12 @@
 # SCENARIOS="default ...". The molecule stage builds and installs the tarball first when the build stage did not run.
 #
 # Two lanes run at once (TEST_JOBS=1: one lane, everything in order). Lane 1 runs the stages in STAGES order and
-# after them the scenarios not in LANE2_SCENARIOS, while lane 2 runs the build and then the scenarios in
-# LANE2_SCENARIOS ("fleet no_systemd secure upgrade" by default, in that order); lane 1's scenarios wait for the build. Most of a scenario's
-# time is spent waiting (loads, gates, sleeps), so the two lanes share two cores. Scenarios with the same container
-# names (default, rollback and no_systemd all use sglang-host) never overlap: each scenario holds a lock per container
-# name (build/test-logs/locks) while it runs. Each lane writes its log to build/test-logs/laneN.log, printed whole
-# when the lane ends; its stage result lines are also printed as they come, prefixed [laneN].
+# after them the scenarios not in LANE2_SCENARIOS; lane 2 runs the build and then the scenarios in LANE2_SCENARIOS
+# ("fleet no_systemd secure upgrade" by default, in that order); lane 1's scenarios wait for the build. Most of a
+# scenario's time is spent waiting (loads, gates, sleeps), so the two lanes share two cores. Scenarios with the same
+# container names (default, rollback and no_systemd all use sglang-host) never overlap: each scenario holds a lock per
+# container name (build/test-logs/locks) while it runs. Each lane writes its log to build/test-logs/laneN.log, printed
+# whole when the lane ends; its stage result lines are also printed as they come, prefixed [laneN].
 # Exits non-zero when any stage of any lane fails; the end is a table of the stages (start, seconds, lane, result).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
