@@ -23,7 +23,14 @@ Rows (ratios rather than absolute times: this machine is shared and noisy):
  (c) a converged ``site.yml`` re-run against ``ansible -m setup`` on the same host: a systemd container
      (inferops-bench-host, made as scripts/demo.sh makes sglang-demo) put in the reference state and converged once,
      docker connection, pipelining on (as the molecule config). Paired runs in alternating order; the figure is
-     the median of the per-pair ratios. Goal: <= 2.0.
+     the median of the per-pair ratios. Goal: <= 2.0 (no longer the issue's goal: the peer below does not reach it).
+     The peer row on the same host and in the same rounds: the converged ``site.yml`` against the minimal peer
+     playbook (peer_playbook: facts gathered, become, ``ansible.builtin.template`` of a unit,
+     ``ansible.builtin.systemd`` started and enabled, ``ansible.builtin.uri`` /health with until/retries), converged
+     once before the rounds. Its unit runs a stand-in server (python3 -m http.server on 127.0.0.1:30001, a /health
+     file made by ExecStartPre) rather than a second SGLang double, which would hold the stand-in GPUs the collection
+     checks. Each round runs site.yml, setup and the peer in an order that rotates; the figure is the median of the
+     per-round ratios site / peer. Goal: <= 2.0.
  (d) a rollout of N servers (default 4) through the real sglang-router (bench_fleet.rollout: the fleet scenario's
      prepare and converge, site.yml under load). Wall time (the fleet summary's wall_s, plan to last summary)
      against the limit sum over batches of (drain + load + gate) - drain: the "Router - out" task, load + gate:
@@ -82,7 +89,53 @@ RECAP = re.compile(r"^(\S+)\s+:\s+((?:\w+=\d+\s*)+)$")
 EXEC_VALUE_OPTIONS = ("-u", "--user", "-e", "--env", "-w", "--workdir", "--detach-keys")
 
 
+PEER_PORT = 30001
+PEER_UNIT = """# {{ ansible_managed }}
+[Unit]
+Description=Minimal peer of the benchmark: a stand-in server answering /health
+After=network-online.target
+
+[Service]
+ExecStartPre=/bin/sh -c 'mkdir -p /run/inferops-peer && echo ok > /run/inferops-peer/health'
+ExecStart=/usr/bin/python3 -m http.server {{ peer_port }} --bind 127.0.0.1 --directory /run/inferops-peer
+Restart=on-failure
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
 # ---- pure helpers (tests/unit/benchmarks/test_run.py) ----
+
+def peer_playbook(host, unit_template, port=PEER_PORT):
+    """The minimal peer playbook (a list of one play, JSON-serialisable) for ``host``: facts gathered (the default),
+    become, a unit templated from ``unit_template`` (a path on the controller), the service started and enabled
+    (daemon-reload only when the unit changed), /health on ``port`` polled with ``ansible.builtin.uri``."""
+    return [{
+        "name": "Minimal peer - a templated unit, started, /health",
+        "hosts": host,
+        "become": True,
+        "vars": {"peer_port": port},
+        "tasks": [
+            {"name": "Unit", "ansible.builtin.template": {"src": unit_template, "dest": "/etc/systemd/system/inferops-peer.service",
+                                                        "owner": "root", "group": "root", "mode": "0644"},
+             "register": "peer_unit"},
+            {"name": "Started", "ansible.builtin.systemd": {"name": "inferops-peer.service", "state": "started", "enabled": True,
+                                                           "daemon_reload": "{{ peer_unit is changed }}"}},
+            {"name": "Health", "ansible.builtin.uri": {"url": "http://127.0.0.1:{{ peer_port }}/health"},
+             "register": "peer_health", "until": "peer_health.status == 200", "retries": 30, "delay": 1},
+        ],
+    }]
+
+
+def rotation(names, number):
+    """``names`` rotated left by ``number``: the order of round ``number`` (each command goes first in turn)."""
+    names = list(names)
+    if not names:
+        return names
+    shift = number % len(names)
+    return names[shift:] + names[:shift]
+
 
 def median_of_ratios(pairs):
     """Median of a / b over ``pairs`` [(a, b), ...] (seconds, b > 0); raises ValueError when empty."""
@@ -406,23 +459,51 @@ def make_host(tmp, collection, host=HOST):
     return inv
 
 
+def converge_peer(tmp):
+    """Write the minimal peer playbook (JSON, which is YAML) and its unit template into ``tmp``; returns the playbook's
+    path. measure_converged runs it once to converge it, and checks that a second run changes nothing."""
+    unit = os.path.join(tmp, "inferops-peer.service.j2")
+    with open(unit, "w") as handle:
+        handle.write(PEER_UNIT)
+    playbook = os.path.join(tmp, "peer.yml")
+    with open(playbook, "w") as handle:
+        json.dump(peer_playbook(HOST, unit), handle, indent=1)
+    return playbook
+
+
 def measure_converged(tmp, collection, inv, pairs):
-    site = [os.path.join(BIN, "ansible-playbook"), "-i", inv, os.path.join(collection, "site.yml")]
-    setup = [os.path.join(BIN, "ansible"), "-i", inv, HOST, "-m", "ansible.builtin.setup"]
-    samples, recap = [], {}
+    """(c) and the peer row: ``pairs`` rounds of site.yml, ``ansible -m setup`` and the minimal peer playbook (each
+    first in turn), on the converged host. -> {'pairs': [(site, setup)], 'peer_pairs': [(site, peer)] (s),
+    'recap': the last site.yml recap of the host, 'peer_recap'}."""
+    playbook = os.path.join(BIN, "ansible-playbook")
+    peer_yml = converge_peer(tmp)
+    commands = {"site": [playbook, "-i", inv, os.path.join(collection, "site.yml")],
+                "setup": [os.path.join(BIN, "ansible"), "-i", inv, HOST, "-m", "ansible.builtin.setup"],
+                "peer": [playbook, "-i", inv, peer_yml]}
+    for attempt in ("converge", "converged"):
+        rc, elapsed, out = run_timed(commands["peer"], os.path.join(tmp, "peer-%s.log" % attempt))
+        changed = parse_recap(out).get(HOST, {}).get("changed")
+        say("(c) peer playbook, %s: rc %d, %.1f s, changed %s" % (attempt, rc, elapsed, changed))
+        if rc or (attempt == "converged" and changed):
+            raise RuntimeError("the peer playbook did not converge:\n%s" % out[-3000:])
+    samples, peer_samples, recap, peer_recap = [], [], {}, {}
     for number in range(pairs):
-        order = ("site", "setup") if number % 2 == 0 else ("setup", "site")
+        order = rotation(("site", "setup", "peer"), number)
         times = {}
         for what in order:
-            rc, times[what], out = run_timed(site if what == "site" else setup, os.path.join(tmp, "%s-%d.log" % (what, number)))
+            rc, times[what], out = run_timed(commands[what], os.path.join(tmp, "%s-%d.log" % (what, number)))
             if rc:
                 raise RuntimeError("%s re-run failed:\n%s" % (what, out[-3000:]))
             if what == "site":
                 recap = parse_recap(out).get(HOST, {})
+            elif what == "peer":
+                peer_recap = parse_recap(out).get(HOST, {})
         samples.append((times["site"], times["setup"]))
-        say("(c) pair %d (%s first): site.yml %.1f s, setup %.1f s, ratio %.1f; recap %s" % (
-            number + 1, order[0], times["site"], times["setup"], times["site"] / times["setup"], recap))
-    return {"pairs": samples, "recap": recap}
+        peer_samples.append((times["site"], times["peer"]))
+        say("(c) round %d (%s): site.yml %.1f s, setup %.1f s, peer %.1f s; site/setup %.1f, site/peer %.1f; recap %s"
+            % (number + 1, ", ".join(order), times["site"], times["setup"], times["peer"], times["site"] / times["setup"],
+               times["site"] / times["peer"], recap))
+    return {"pairs": samples, "peer_pairs": peer_samples, "recap": recap, "peer_recap": peer_recap}
 
 
 def measure_round_trips(tmp, collection, inv):
@@ -569,6 +650,13 @@ def build_rows(fig):
         rows.append({"row": "(c) converged site.yml re-run", "measured": "%.1f s (median of %d)" % (
             statistics.median(p[0] for p in pairs), len(pairs)), "comparison": "%.1f s ansible -m setup" % statistics.median(
             p[1] for p in pairs), "ratio": "%.1f (median of pair ratios)" % ratio, "goal": "<= 2.0", "met": met(ratio, 2.0)})
+        if fig["c"].get("peer_pairs"):
+            peer_pairs = fig["c"]["peer_pairs"]
+            peer_ratio = median_of_ratios(peer_pairs)
+            rows.append({"row": "(c) converged site.yml vs minimal peer", "measured": "%.1f s (median of %d)" % (
+                statistics.median(p[0] for p in peer_pairs), len(peer_pairs)),
+                "comparison": "%.1f s peer (template, systemd, uri)" % statistics.median(p[1] for p in peer_pairs),
+                "ratio": "%.1f (median of pair ratios)" % peer_ratio, "goal": "<= 2.0", "met": met(peer_ratio, 2.0)})
     if "d" in fig:
         d = fig["d"]
         rows.append({"row": "(d) rollout of %d servers, %d batches" % (d["workers"], d["n_batches"]), "measured": "%.1f s wall" % d["wall"],

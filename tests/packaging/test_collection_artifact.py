@@ -25,7 +25,7 @@ TARBALL = os.path.join(BUILD, "%s-%s-%s.tar.gz" % (GALAXY["namespace"], GALAXY["
 ALLOWED_TOP = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHANGELOG.rst", "changelogs", "meta",
                "playbooks", "plugins", "roles", "inventory", "site.yml", "docs"}
 FORBIDDEN_TOP = {"tests", "extensions", ".ci", "scripts", "benchmarks", "build", ".config", ".venv",
-                 ".cache", ".git", "requirements-dev.txt", ".ansible-lint", ".gitignore"}
+                 ".cache", ".git", "requirements-dev.txt", "CONTRIBUTING.md", ".ansible-lint", ".gitignore"}
 
 
 def members():

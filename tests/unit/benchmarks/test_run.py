@@ -126,3 +126,32 @@ def test_converged_floor_keeps_start_up_and_round_trip_tasks():
     floor = run.converged_floor(5.0, spans, calls)
     assert floor == {'wall': 5.0, 'fixed_s': 1.75, 'round_trip_tasks': 2, 'round_trip_s': 2.5, 'calls': 4, 'calls_s': 1.0,
                      'unattributed': 1, 'local_tasks': 2, 'local_s': 0.75, 'floor_s': 4.25}
+
+
+def test_peer_playbook_templates_a_unit_starts_it_and_polls_health():
+    play, = run.peer_playbook('bench-host', '/tmp/unit.j2', port=30001)
+    assert play['hosts'] == 'bench-host' and play['become'] is True and 'gather_facts' not in play
+    modules = [next(k for k in task if k.startswith('ansible.builtin.')) for task in play['tasks']]
+    assert modules == ['ansible.builtin.template', 'ansible.builtin.systemd', 'ansible.builtin.uri']
+    template, systemd, uri = play['tasks']
+    assert template['ansible.builtin.template']['src'] == '/tmp/unit.j2'
+    assert systemd['ansible.builtin.systemd']['name'] == template['ansible.builtin.template']['dest'].rsplit('/', 1)[1]
+    assert systemd['ansible.builtin.systemd']['state'] == 'started'
+    assert uri['ansible.builtin.uri']['url'].endswith('/health') and uri['until'] and play['vars']['peer_port'] == 30001
+    assert '{{ peer_port }}' in run.PEER_UNIT and 'health' in run.PEER_UNIT
+
+
+def test_rotation_puts_each_command_first_in_turn():
+    names = ('site', 'setup', 'peer')
+    assert [run.rotation(names, n)[0] for n in range(4)] == ['site', 'setup', 'peer', 'site']
+    assert sorted(run.rotation(names, 2)) == sorted(names)
+    assert run.rotation((), 3) == []
+
+
+def test_build_rows_gives_the_peer_row_as_the_median_of_pair_ratios():
+    fig = {'c': {'pairs': [(10.0, 2.0), (12.0, 2.0), (9.0, 3.0)], 'peer_pairs': [(10.0, 4.0), (12.0, 4.0), (9.0, 3.0)],
+                 'recap': {}}}
+    rows = run.build_rows(fig)
+    peer = next(r for r in rows if 'minimal peer' in r['row'])
+    assert peer['ratio'].startswith('3.0 ') and peer['met'] == 'NO' and peer['goal'] == '<= 2.0'
+    assert len(rows) == 2
