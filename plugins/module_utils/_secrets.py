@@ -363,47 +363,85 @@ def redact_env(env):
     return out, sorted(hidden)
 
 
-# ``name='value'`` / ``name=value`` (a Python repr, as in ``server_args=ServerArgs(...)``) and
-# ``'name': 'value'`` (a dict repr); ``--flag value`` / ``--flag=value`` (a command line).
+# The shapes a log line shows a setting in: ``name='value'`` / ``name = value`` (a Python repr, as in
+# ``server_args=ServerArgs(...)``), ``'name': value`` (a dict repr, 0.5.23's ``server_args={...}``, JSON),
+# ``name: value`` (YAML, HTTP headers), ``--flag value`` / ``--flag=value`` (a command line), ``'--flag', 'value'`` (an
+# argv list repr) and ``Bearer TOKEN``; ``#new-token: 6`` (SGLang's batch statistics) is no setting. A value is a quoted string (``b'...'`` too), a bracketed list, dict or tuple one
+# level deep, a call such as ``SecretStr('...')``, or a bare word, which ends where another setting or a URL query part
+# could start (``(`` ``[`` ``{`` ``=`` ``&`` ``?`` ``,`` ``;``), so that ``server_args=ServerArgs(api_key='x')`` is read
+# as ``server_args=ServerArgs`` and then ``api_key='x'``. Every alternative starts with a different character, which
+# keeps the search linear.
 _QUOTED = r"'(?:[^'\\]|\\.)*'" + '|' + r'"(?:[^"\\]|\\.)*"'
-_ASSIGNMENT_RE = re.compile(r"""(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)(=)(%s|[^\s,)}\]]+)""" % _QUOTED)
-_DICT_ITEM_RE = re.compile(r"""(['"])([A-Za-z_][A-Za-z0-9_-]*)\1(:\s*)(%s|[^\s,)}\]]+)""" % _QUOTED)
+_INNER = r"(?:%s|[^\[\]{}()'\"])*" % _QUOTED
+_BRACKETED = r"\[%s\]|\{%s\}|\(%s\)" % (_INNER, _INNER, _INNER)
+_BARE = r"""[^\s,;()\[\]{}=&?'"]+"""
+_VALUE = r"(?:[bBuUrR]?(?:%s)|%s|[A-Za-z_][\w.]*\(%s\)|%s)" % (_QUOTED, _BRACKETED, _INNER, _BARE)
+_ASSIGNMENT_RE = re.compile(r"(?<![\w.-])([A-Za-z_][A-Za-z0-9_-]*)([ \t]*=[ \t]*)(%s)" % _VALUE)
+_DICT_ITEM_RE = re.compile(r"""(['"])([A-Za-z_][A-Za-z0-9_-]*)\1(\s*:\s*)(%s)""" % _VALUE)
+_COLON_RE = re.compile(r"""(?<![\w.'"/#-])([A-Za-z_][A-Za-z0-9_-]*)([ \t]*:[ \t]+)(%s)""" % _VALUE)
 _FLAG_RE = re.compile(r"""(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)(=|\s+)(%s|[^\s'"]+)""" % _QUOTED)
+_ARGV_ITEM_RE = re.compile(r"""(['"])(--[A-Za-z0-9][A-Za-z0-9_-]*)\1(\s*,\s*)(%s)""" % _QUOTED)
+_BEARER_RE = re.compile(r"(?<![\w-])((?i:bearer|basic))([ \t]+)([A-Za-z0-9._~+/=-]+)")
+_CAMEL_RE = re.compile(r'(?<=[a-z0-9])(?=[A-Z])')
 
 
 def _masked(value):
     """``value`` hidden, keeping its quotes; None, '' and a following ``--flag`` are left alone."""
-    if value in ('None', "''", '""', 'null') or value.startswith('--'):
+    if value in ('None', "''", '""', 'null', '[]', '{}', '()') or value.startswith('--'):
         return value
     if value[:1] in ('"', "'"):
         return value[0] + MASK + value[0]
     return MASK
 
 
+def is_secret_field(name):
+    """True when a field or key named ``name`` in a log line (not a command line) holds a secret.
+
+    The rule of :func:`is_secret_flag` without its argparse prefix matching (``a=1`` is not ``--api-key``), in any
+    spelling: ``api_key``, ``API-KEY``, ``apiKey``, ``hf_token``, ``MYSQL_PWD``.
+    """
+    name = flag_name(_CAMEL_RE.sub('_', str(name)))
+    if not name or name in NOT_SECRET_FLAGS:
+        return False
+    if name in SECRET_FLAGS or name in SECRET_IF_INLINE_JSON or name.endswith('-pwd'):
+        return True
+    return bool(SECRET_FLAG_WORDS.intersection(re.split(r'-+', name)))
+
+
 def redact_log_line(line):
     """``line`` with the values of secret settings hidden (``api_key='s3cret'`` -> ``api_key='********'``).
 
-    Secret names follow the collection's one rule, :func:`is_secret_flag` (``api_key``, ``admin_api_key``,
-    ``ssl_keyfile_password``, ``hf_token``...; not ``ssl_keyfile`` or ``max_total_tokens``), in three shapes:
-    a Python repr ``name=value``, a dict repr ``'name': value`` and a command line ``--name value``; and the
-    password of every URL in the line (:func:`redact_url_passwords`: ``otlp_traces_endpoint='http://u:********@h'``).
+    A field is secret by :func:`is_secret_field` (``api_key``, ``admin_api_key``, ``ssl_keyfile_password``,
+    ``hf_token``, ``apiKey``...; not ``ssl_keyfile`` or ``max_total_tokens``), a command-line flag by
+    :func:`is_secret_flag`, in the shapes listed above; ``Bearer``/``Basic`` credentials, and the password of
+    every URL in the line (:func:`redact_url_passwords`: ``otlp_traces_endpoint='http://u:********@h'``).
+    Limits: a bare value holding ``,`` ``;`` ``(`` ``=`` ``&`` or ``?`` is masked up to that character; a
+    multi-value flag (``--control-plane-api-keys A B``) only in its first value on a command line.
     """
-    def assignment(match):
-        if not is_secret_flag(match.group(1)):
+    def field(pattern, name_group, value_group):
+        def replace(match):
+            head = match.group(0)[:match.start(value_group) - match.start(0)]
+            value = match.group(value_group)
+            if is_secret_field(match.group(name_group)):
+                return head + _masked(value)
+            if value[-1:] in (')', ']', '}'):  # a container or a call: its own fields are searched too
+                return head + pattern.sub(replace, value)
             return match.group(0)
-        return match.group(1) + match.group(2) + _masked(match.group(3))
-
-    def dict_item(match):
-        if not is_secret_flag(match.group(2)):
-            return match.group(0)
-        return match.group(1) + match.group(2) + match.group(1) + match.group(3) + _masked(match.group(4))
+        return replace
 
     def flag(match):
         if not is_secret_flag(match.group(1)[2:], match.group(3)):
             return match.group(0)
         return match.group(1) + match.group(2) + _masked(match.group(3))
 
+    def argv_item(match):
+        if not is_secret_flag(match.group(2)[2:], match.group(4)):
+            return match.group(0)
+        return match.group(0)[:match.start(4) - match.start(0)] + _masked(match.group(4))
+
     line = _FLAG_RE.sub(flag, line)
-    line = _DICT_ITEM_RE.sub(dict_item, line)
-    line = _ASSIGNMENT_RE.sub(assignment, line)
+    line = _ARGV_ITEM_RE.sub(argv_item, line)
+    for pattern, name_group, value_group in ((_DICT_ITEM_RE, 2, 4), (_ASSIGNMENT_RE, 1, 3), (_COLON_RE, 1, 3)):
+        line = pattern.sub(field(pattern, name_group, value_group), line)
+    line = _BEARER_RE.sub(lambda m: m.group(1) + m.group(2) + MASK, line)
     return redact_url_passwords(line)[0]

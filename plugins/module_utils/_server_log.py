@@ -33,9 +33,11 @@ Like ``_secrets.py``, this file imports nothing outside the standard library but
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import io
 import logging
 import os
 import re
+import sys
 
 try:
     from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_log_line
@@ -51,7 +53,8 @@ SECRETS_MODULE_NAME = 'inferops_sglang_secrets'
 # with '_' for ' ': sglang::scheduler_DP0_TP3.
 _RANK_PART_RE = re.compile(r'_((?:ATTN_CP|MOE_DP|DP|PP|TP|EP)\d+)(?=_|$)')
 _SCHEDULER_TITLE_RE = re.compile(r'^sglang::scheduler((?:_(?:ATTN_CP|MOE_DP|DP|PP|TP|EP)\d+)*)$')
-_LEVELS = ('debug', 'info', 'warning', 'error', 'critical')
+# Interpreter options that make Python ignore PYTHONPATH (and every PYTHON* variable): -E, -I (3.4), -P does not.
+_IGNORES_ENVIRONMENT = frozenset('EI')
 
 
 def rank_prefix(title):
@@ -93,30 +96,82 @@ class ServerFormatter(logging.Formatter):
         return redact_log_line(super(ServerFormatter, self).format(record))
 
 
+def level_name(log_level):
+    """SGLang's ``--log-level`` as the level name logging knows: SGLang does ``getattr(logging, level.upper())``, so any
+    name of the logging module's levels (``debug``, ``info``, ``warn``, ``warning``, ``error``, ``fatal``,
+    ``critical``, ``notset``; any case) works, and None or '' mean its default, ``info``.
+
+    :returns: str, upper case.
+    :raises ValueError: a name SGLang itself would fail on at start.
+    """
+    name = str(log_level or 'info').upper()
+    if not name.isalpha() or not isinstance(logging.getLevelName(name), int):
+        raise ValueError('--log-level %r is no level of Python\'s logging (SGLang would not start with it): use debug, '
+                         'info, warning, error or critical' % (log_level,))
+    return name
+
+
+def ignores_environment(command):
+    """Whether the server's interpreter is told to ignore PYTHONPATH (``-E``, ``-I``, alone or among other short
+    options, before ``-m`` / ``-c`` / the script); then the formatter cannot be imported, and no logging
+    configuration may be given.
+
+    :param command: list of str, the server's command line (interpreter first), or None.
+    :returns: bool.
+    """
+    for word in list(command or [])[1:]:
+        word = str(word)
+        if not word.startswith('-') or word.startswith('--') or word == '-':
+            return False
+        options = word[1:]
+        for option in options:
+            if option in _IGNORES_ENVIRONMENT:
+                return True
+            if option in 'cmWX':  # the rest of the word is the option's value; -c and -m end the options
+                if option in 'cm':
+                    return False
+                break
+    return False
+
+
+class MaskingStreamHandler(logging.StreamHandler):
+    """``logging.StreamHandler`` whose report of a logging error is masked too: ``Handler.handleError`` prints the
+    record's raw message and arguments to stderr (a malformed logging call carrying a key would show it)."""
+
+    def handleError(self, record):
+        real = sys.stderr
+        buffer = io.StringIO()
+        sys.stderr = buffer
+        try:
+            super(MaskingStreamHandler, self).handleError(record)
+        finally:
+            sys.stderr = real
+        if buffer.getvalue():
+            real.write(redact_log_line(buffer.getvalue()))
+
+
 def logging_config(log_level='info'):
     """The dictConfig SGLang loads from ``SGLANG_LOGGING_CONFIG_PATH``.
 
-    :param log_level: str, SGLang's ``--log-level`` (``debug``, ``info``, ``warning``, ``error``, ``critical``; any
-        case). None or '' mean SGLang's default, ``info``.
-    :returns: dict, JSON-serializable (``logging.config.dictConfig`` schema version 1): one stderr handler with
-        :class:`ServerFormatter`, the root logger at ``log_level``, loggers created before
-        it (at import) left enabled.
-    :raises ValueError: a level SGLang does not accept.
+    :param log_level: str, SGLang's ``--log-level`` (see :func:`level_name`).
+    :returns: dict, JSON-serializable (``logging.config.dictConfig`` schema version 1): one stderr handler
+        (:class:`MaskingStreamHandler`) with :class:`ServerFormatter`, the root logger at ``log_level``, loggers created
+        before it (at import) left enabled.
+    :raises ValueError: a level SGLang would not start with.
     """
-    level = str(log_level or 'info').lower()
-    if level not in _LEVELS:
-        raise ValueError('log level %r is none of %s' % (log_level, ', '.join(_LEVELS)))
+    level = level_name(log_level)
     return {
         'version': 1,
         'disable_existing_loggers': False,
         'formatters': {'sglang': {'()': MODULE_NAME + '.ServerFormatter'}},
-        'handlers': {'stderr': {'class': 'logging.StreamHandler', 'stream': 'ext://sys.stderr', 'formatter': 'sglang'}},
-        'root': {'level': level.upper(), 'handlers': ['stderr']},
+        'handlers': {'stderr': {'class': MODULE_NAME + '.MaskingStreamHandler', 'stream': 'ext://sys.stderr',
+                                'formatter': 'sglang'}},
+        'root': {'level': level, 'handlers': ['stderr']},
         'loggers': {'httpx': {'level': 'WARNING'}, 'httpcore': {'level': 'WARNING'}},
     }
 
 
-def server_environment(environment, config_path, module_dir):
+def server_environment(environment, config_path, module_dir, command=None):
     """The server's environment with this logging set up: ``SGLANG_LOGGING_CONFIG_PATH`` and ``module_dir`` last on
     ``PYTHONPATH`` (after the user's and the adopted server's entries, so it shadows nothing).
 
@@ -124,13 +179,15 @@ def server_environment(environment, config_path, module_dir):
     :param config_path: str, absolute path of the JSON file of :func:`logging_config`.
     :param module_dir: str, absolute path of the directory holding ``inferops_sglang_log.py`` and
         ``inferops_sglang_secrets.py``.
+    :param command: list of str, the server's command line; when its interpreter ignores PYTHONPATH
+        (:func:`ignores_environment`: ``-E``, ``-I``), ``environment`` is returned as it is (SGLang's own logging).
     :returns: a new dict, these two names last (in this order, wherever the input had them: a converged run, whose
         facts read the running server's PYTHONPATH, writes the same file as the first). A ``SGLANG_LOGGING_CONFIG_PATH``
         in ``environment`` other than ``config_path`` (the user's own logging) is kept, and then PYTHONPATH is left as it
         was: the user's configuration decides what is masked.
     """
     result = dict(environment)
-    if result.get('SGLANG_LOGGING_CONFIG_PATH') not in (None, '', config_path):
+    if result.get('SGLANG_LOGGING_CONFIG_PATH') not in (None, '', config_path) or ignores_environment(command):
         return result
     result.pop('SGLANG_LOGGING_CONFIG_PATH', None)
     entries = [entry for entry in str(result.pop('PYTHONPATH', None) or '').split(':') if entry]

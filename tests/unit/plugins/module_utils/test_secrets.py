@@ -358,3 +358,48 @@ def test_url_passwords_are_found_in_linear_time(value):
 ])
 def test_redact_log_line(line, expected):
     assert _secrets.redact_log_line(line) == expected
+
+
+@pytest.mark.parametrize("line, secret", [
+    # a secret as the first field of a repr (the outer name=Class( must not swallow it)
+    ("server_args=ServerArgs(api_key='S1')", "S1"),
+    ("kwargs=dict(hf_token='S2')", "S2"),
+    ("x=[api_key='S3']", "S3"),
+    ("args=Namespace(api_key='S4', model_path='m')", "S4"),
+    ("url=http://h/v1/models?api_key=S5&x=1", "S5"),
+    # spellings and shapes
+    ("api_key = 'S6'", "S6"), ("api_key=\tS7", "S7"), ("'api_key'   :   'S8'", "S8"),
+    ("api_key: S9", "S9"), ("x-api-key: S10", "S10"), ("API-KEY=S11", "S11"), ("ApiKey=S12", "S12"),
+    ('{"apiKey": "S13"}', "S13"), ("{'MYSQL_PWD': 'S14'}", "S14"),
+    ("headers={'Authorization': 'Bearer S15'}", "S15"), ("Authorization: Bearer S16", "S16"),
+    # values in more shapes
+    ("api_key=b'S17 tail'", "S17 tail"), ("api_key=SecretStr('S18 more')", "S18 more"),
+    ("{'api_key': {'primary': 'S19'}}", "S19"), ("{'router_api_keys': ['S20'], 'api_key': ['S21', 'S22']}", "S22"),
+    # argv list reprs
+    ("['python', '-m', 'sglang.launch_server', '--api-key', 'S23']", "S23"),
+    ('argv: ["--api-key", "S24"]', "S24"),
+    ("argv=['--admin-api-key', 'S25', '--port', '1']", "S25"),
+])
+def test_redact_log_line_leaves_no_secret(line, secret):
+    assert secret not in _secrets.redact_log_line(line)
+
+
+@pytest.mark.parametrize("line", [
+    "[2026-12-05 10:00:00] Load weight end. type=KimiK25ForConditionalGeneration, dtype=torch.bfloat16, avail mem=12.5 GB",
+    "a=1 p=0.5 port=30000 tp_size=8 max_total_tokens=1024 tokenizer_path='/t' ssl_keyfile='/k.pem'",
+    "Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+    "Prefill batch. #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, #running-req: 0",
+    "INFO:     127.0.0.1:53218 - \"GET /health HTTP/1.1\" 200 OK",
+    "time: 12:30:01 model: /models/kimi",
+])
+def test_redact_log_line_keeps_what_is_not_secret(line):
+    assert _secrets.redact_log_line(line) == line
+
+
+def test_redact_log_line_is_linear_on_long_lines():
+    import time
+    for unit in ("a=(", "x=[api_key='", "'k': ", "--a ", "Bearer ", "a: b: "):
+        line = unit * (200000 // len(unit))
+        start = time.time()
+        _secrets.redact_log_line(line)
+        assert time.time() - start < 5, unit

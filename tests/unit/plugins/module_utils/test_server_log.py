@@ -49,8 +49,28 @@ def test_logging_config_levels_and_shape():
     assert config['formatters']['sglang']['()'] == 'inferops_sglang_log.ServerFormatter'
     assert json.loads(json.dumps(config)) == config
     assert _server_log.logging_config(None)['root']['level'] == 'INFO'
-    with pytest.raises(ValueError, match='trace'):
-        _server_log.logging_config('trace')
+    for sglang_accepts in ('warn', 'FATAL', 'notset', 'Warning'):
+        assert _server_log.logging_config(sglang_accepts)['root']['level'] == sglang_accepts.upper()
+    for sglang_fails in ('trace', '10', 'root', 'WARNING '):
+        with pytest.raises(ValueError, match='no level'):
+            _server_log.logging_config(sglang_fails)
+
+
+@pytest.mark.parametrize('command, ignores', [
+    (['/v/bin/python3', '-m', 'sglang.launch_server', '-E'], False),
+    (['/v/bin/python3', '-E', '-m', 'sglang.launch_server'], True),
+    (['/v/bin/python3', '-I', '-m', 'sglang.launch_server'], True),
+    (['/v/bin/python3', '-uE', '-m', 'sglang.launch_server'], True),
+    (['/v/bin/python3', '-X', 'importtime', '-m', 'sglang.launch_server'], False),
+    (['/v/bin/python3', '-XE', '-m', 'x'], False),
+    (['/v/bin/python3', '-W', 'ignore', '-s', '-m', 'x'], False),
+    (['/v/bin/sglang', 'serve', '--model-path', 'm'], False),
+    (None, False),
+])
+def test_ignores_environment(command, ignores):
+    assert _server_log.ignores_environment(command) is ignores
+    env = _server_log.server_environment({'A': '1'}, '/c.json', '/m', command)
+    assert ('SGLANG_LOGGING_CONFIG_PATH' not in env) is ignores
 
 
 @pytest.mark.parametrize('args, config, level', [
@@ -122,6 +142,7 @@ def test_installed_copy_masks_the_start_up_line_of_0_5_23_and_0_5_9(installed):
         log.info("server_args=ServerArgs(model_path='/m', api_key='k3y-SECRET', ssl_keyfile_password='PASSWORD')")
         log.debug("not shown at info")
         logging.getLogger("httpx").info("HTTP Request: not shown")
+        log.info("server_args=%s extra=%s", "ServerArgs(api_key='k3y-SECRET')")  # a logging error
         try:
             raise ValueError("--api-key k3y-SECRET")
         except ValueError:
@@ -133,6 +154,7 @@ def test_installed_copy_masks_the_start_up_line_of_0_5_23_and_0_5_9(installed):
     assert 'http://u:********@otel:4317' in err
     assert 'not shown' not in err
     assert '--api-key ********' in err  # the traceback too
+    assert "('k3y-SECRET'" not in err  # a logging error's report (handleError) is masked
     first = err.splitlines()[0]
     assert first.startswith('[') and '] server_args={' in first
 
