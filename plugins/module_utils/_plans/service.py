@@ -124,6 +124,14 @@ def _adopted_env(adopted, patterns):
                 if pattern.match(key) and value != MASK)
 
 
+def _argv(server_args):
+    """``args_to_argv`` of the arguments; with a secret flag among them (a problem of its own), its value masked."""
+    try:
+        return args_to_argv(server_args)
+    except ValueError:
+        return _secrets.redact_argv(args_to_argv(server_args, allow_secrets=True))
+
+
 def _sglang(inp):
     if inp['sglang_version']:
         return sglang_requirement(inp['sglang_version'], inp['venvs_dir'], inp['sglang_venv_name'])
@@ -168,7 +176,9 @@ def _environment(inp, plan, facts, adopted_env, host, unread):
     """(cache_env, environment_all, environment): the caches, the probed PYTHONPATH, the adopted environment (not
     PATH), the user's (which wins), the no-proxy list; last, the variables this SGLang does not read left out and the
     server's logging set up."""
-    cache_env = _sandbox.cache_environment(inp['cache_dir'], plan['home'])
+    home = plan['home'] if _abs(plan['home']) else None
+    # A relative cache directory is a problem of its own (CHECK_PATHS): no cache variables until it is absolute.
+    cache_env = _sandbox.cache_environment(inp['cache_dir'], home) if _abs(inp['cache_dir']) else {}
     wanted = dict(cache_env)
     pythonpath = (facts.get('python') or {}).get('pythonpath')
     if pythonpath:
@@ -223,14 +233,17 @@ def _sandbox_of(inp, plan, facts):
         capabilities = ['CAP_NET_BIND_SERVICE'] if plan['port'] < 1024 else []
     device_allow = (NVIDIA_DEVICE_CLASSES + [path + ' rw' for path in plan['gpu_device_paths']]
                     + list(inp['device_allow']))
-    sandbox = []
+    sandbox, problem = [], ''
     if inp['sandbox']:
-        sandbox = _sandbox.sandbox_directives(
-            (facts.get('init') or {}).get('systemd_version'), [plan['command'][0]] + plan['model_paths'], write_paths,
-            inp['device_policy'], device_allow, inp['journal_filter_patterns'], capabilities,
-            inp['address_families'], bool(inp['user_create']) and plan['user'] != 'root')
+        try:
+                sandbox = _sandbox.sandbox_directives(
+                (facts.get('init') or {}).get('systemd_version'), [plan['command'][0]] + plan['model_paths'], write_paths,
+                inp['device_policy'], device_allow, inp['journal_filter_patterns'], capabilities,
+                inp['address_families'], bool(inp['user_create']) and plan['user'] != 'root')
+        except ValueError as exc:
+            problem = str(exc)
     return {'write_paths': write_paths, 'capabilities': capabilities, 'device_allow': device_allow,
-            'sandbox': sandbox}
+            'sandbox': sandbox, 'sandbox_problem': problem}
 
 
 def service_plan(inputs, facts, seen=None):
@@ -247,11 +260,30 @@ def service_plan(inputs, facts, seen=None):
     :returns: dict of the values the tasks use (``command`` argv list, ``environment`` dict, ``user``, ``group``,
         ``home``, ``working_directory``, ``files``, ``sandbox`` [[directive, value]], ``manager``, ``port`` int,
         ``scheme``, ``write_paths``, ...) and ``problems``: ``[{'check': name, 'message': text}]``, every pre-flight
-        failure at once (the host reads' own failures first), each saying what to do; empty when the pre-flight passes.
+        failure at once (the host reads' own failures first), each saying what to do; empty when the pre-flight passes;
+        ``seed``: the same values for the only hand-started server as it runs (see :func:`_seed`), {} without one.
     :raises ValueError: when the wanted server's port, tp, dp or pp is not an integer.
     """
     inp = _inputs(inputs)
     facts = facts or {}
+    plan = _plan(inp, facts, seen)
+    plan['seed'] = _seed(inp, facts, seen) if len(plan['adoptable']) == 1 else {}
+    return plan
+
+
+def _seed(inp, facts, seen):
+    """The hand-started server as it runs, rendered as the service (the first known-good configuration): adopted,
+    with its own interpreter and PATH (even when this run moves it to a managed SGLang version), and its own
+    environment (PATH aside) with the masking log configuration; no problems."""
+    seed = _plan(dict(inp, adopt=True, sglang_version=''), facts, seen)
+    environment = dict((key, value) for key, value in seed['adopted_env'].items() if key != 'PATH')
+    seed['environment'] = _server_log.server_environment(environment, seed['log_config_file'], LOG_MODULE_DIR)
+    del seed['problems']
+    return seed
+
+
+def _plan(inp, facts, seen):
+    """:func:`service_plan` of the inputs without their prefix."""
     host = inp.get('host') or {}
     info = _result(seen, 'info')
     plan = {'unit': inp['name'] + '.service', 'replica_hosts': list(host.get('replica_hosts') or []),
@@ -267,7 +299,7 @@ def service_plan(inputs, facts, seen=None):
     plan['server_args'] = server_args
     plan['port_wanted'], plan['adoptable'], adopted = _adoption(inp, facts, plan['user_config'])
     plan['adopted'] = adopted
-    plan['argv_args'] = list(adopted['args']) if adopted else args_to_argv(server_args)
+    plan['argv_args'] = list(adopted['args']) if adopted else _argv(server_args)
     plan['config_argv'] = ['--config', inp['config_file']] if inp['secret_args'] else []
     plan['sglang_managed'] = bool(inp['sglang_version'])
     plan['sglang'] = _sglang(inp)
@@ -499,6 +531,9 @@ def _check_paths(inp, plan, facts, seen):
     if ((not cache_dir or _abs(cache_dir)) and not re.match(r'^/(tmp|var/tmp)(/|$)', cache_dir)
             and all(_abs(re.sub('^-', '', path)) for path in inp['read_write_paths'])
             and (not inp['device_allow'] or inp['device_policy'])):
+        if plan['sandbox_problem'] and _abs(plan['command'][0]) and _abs(plan['working_directory']):
+            return 'The sandbox of the unit cannot be written: %s. Check service_device_policy, service_device_allow, ' \
+                   'service_journal_filter_patterns and service_address_families.' % plan['sandbox_problem']
         return ''
     return ("service_cache_dir (%s) must be an absolute path outside /tmp and /var/tmp (the unit's PrivateTmp would "
             "throw the compiled kernels away at every restart); service_read_write_paths must be absolute paths (a "

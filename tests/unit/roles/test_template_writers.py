@@ -44,7 +44,7 @@ def render(role, template, **variables):
 
 
 def service_vars(working_directory='/srv/sglang', **overrides):
-    """The variables the service templates read: the role's, and the plan (filter service_plan) as __service_plan."""
+    """The variables the service templates read: the role's, and the plan (filter service_plan) as _service_render."""
     plan = dict(
         adopted={'main_pid': 123, 'cwd': working_directory}, args_map={'port': 30000}, user='sglang', group='sglang',
         working_directory=working_directory, path='/opt/my env/bin:/usr/bin',
@@ -57,7 +57,7 @@ def service_vars(working_directory='/srv/sglang', **overrides):
     )
     plan.update(overrides.pop('plan', {}))
     variables = dict(
-        ansible_managed='Ansible managed', __service_plan=plan,
+        ansible_managed='Ansible managed', _service_render=plan,
         service_cuda_env_file='/etc/sglang/cuda.env', service_env_file='/etc/sglang/sglang.env',
         service_start_limit_interval_sec=600, service_start_limit_burst=5, service_user_groups=['video'],
         service_restart='on-failure', service_restart_sec=5, service_timeout_stop_sec=120, service_limit_nofile=1048576,
@@ -116,7 +116,7 @@ def test_wrapper_script_quotes_every_word():
     cd = [line for line in text.splitlines() if line.startswith('cd ')][0]
     assert shlex.split(cd) == ['cd', "/data/it's $HOME", '||', 'exit', '1']
     exec_line = [line for line in text.splitlines() if line.startswith('exec ')][0]
-    assert shlex.split(exec_line)[1:] == service_vars()['__service_plan']['command']
+    assert shlex.split(exec_line)[1:] == service_vars()['_service_render']['command']
 
 
 def test_secrets_yaml_reads_back():

@@ -111,7 +111,7 @@ def test_collection_supervisor_socket_is_the_service_roles():
     from ansible_collections.inferops.sglang.plugins.module_utils._plans import service
     assert service.SUPERVISOR_SOCKET == _supervisors.COLLECTION_SUPERVISOR_SOCKET
     with open(os.path.join(repo, 'roles', 'service', 'templates', 'supervisord.conf.j2')) as f:
-        assert 'file={{ __service_plan.supervisor_socket | inferops.sglang.supervisor_value }}' in f.read()
+        assert 'file={{ _service_render.supervisor_socket | inferops.sglang.supervisor_value }}' in f.read()
 
 
 @pytest.mark.parametrize('argv, comm, expected', [
