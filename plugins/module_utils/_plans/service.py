@@ -299,7 +299,7 @@ def _plan(inp, facts, seen):
     plan['server_args'] = server_args
     plan['port_wanted'], plan['adoptable'], adopted = _adoption(inp, facts, plan['user_config'])
     plan['adopted'] = adopted
-    plan['argv_args'] = list(adopted['args']) if adopted else _argv(server_args)
+    plan['argv_args'] = list(adopted.get('args') or []) if adopted else _argv(server_args)
     plan['config_argv'] = ['--config', inp['config_file']] if inp['secret_args'] else []
     plan['sglang_managed'] = bool(inp['sglang_version'])
     plan['sglang'] = _sglang(inp)
@@ -352,8 +352,60 @@ def _plan(inp, facts, seen):
     plan.update(_sandbox_of(inp, plan, facts))
     plan['creates_user'] = bool(inp['user_create']) and plan['user'] != 'root' and not plan['user_exists']
     plan['tp_unusable'] = _nvidia_smi.tp_unusable_reason(facts) or ''
+    plan['stray_secrets'] = list(plan['adoptable'][0].get('redacted_args') or []) if len(plan['adoptable']) == 1 else []
+    plan['sglang_installs'] = bool(_result(seen, 'sglang_venv').get('changed')) and plan['sglang_managed']
+    plan['protected_executables'] = [
+        entry.get('executable') for entry in (facts.get('servers') or []) + (facts.get('strays') or [])
+        if isinstance(entry.get('executable'), str)] + ([(facts.get('python') or {}).get('executable')]
+                                                         if (facts.get('python') or {}).get('executable') else [])
+    plan['output'] = output(inp, plan, facts)
     plan['problems'] = problems(inp, plan, facts, seen)
     return plan
+
+
+def _boot_text(plan, facts):
+    """How the service starts at boot, in words."""
+    if plan['manager'] == 'systemd':
+        return 'enabled (systemd)'
+    if not plan['boot_file']:
+        return 'none: the container entrypoint must run ' + plan['supervisord_command']
+    cron = (facts.get('init') or {}).get('cron') or {}
+    text = 'cron @reboot (%s, %s)' % (plan['boot_file'], cron.get('daemon'))
+    if cron.get('reboot_marker_persists'):
+        text += ', removes the stale %s that survives a restart here' % cron.get('reboot_marker')
+    return text
+
+
+def output(inp, plan, facts):
+    """The declared output ``inferops_sglang_service`` as far as the plan knows it (the role adds what its steps saw:
+    ``exposure``, ``changed``)."""
+    systemd = plan['manager'] == 'systemd'
+    managed = plan['sglang_managed']
+    args = plan['args_map']
+    return {
+        'manager': plan['manager'], 'user': plan['user'], 'group': plan['group'],
+        'env_file_owner': 'root' if systemd else plan['user'], 'cache_dir': inp['cache_dir'],
+        'sandbox': plan['sandbox'] if systemd else [], 'unit': plan['unit'] if systemd else inp['name'],
+        'unit_path': plan['files'][-1]['src'], 'files': plan['files'], 'boot': _boot_text(plan, facts),
+        'supervisor': {'config': inp['supervisor_config'], 'supervisorctl': inp['supervisor_venv'] + '/bin/supervisorctl',
+                       'supervisord_command': plan['supervisord_command'],
+                       'log_file': '%s/%s.log' % (inp['log_dir'], inp['name'])},
+        'command': plan['command'], 'args': args, 'environment_names': list(plan['environment']),
+        'sglang': {'managed': managed,
+                   'version': plan['sglang']['version'] if managed else (facts.get('python') or {}).get('sglang_version'),
+                   'requirement': plan['sglang']['requirement'],
+                   'venv': plan['sglang']['venv'] if managed else os.path.dirname(os.path.dirname(_str_or_empty(plan['command'][0]))),
+                   'python': plan['command'][0], 'environment_not_read': plan['env_unread']},
+        'environment_left_out': plan['masked_names'], 'environment_files': [inp['cuda_env_file'], inp['env_file']],
+        'path': plan['path'], 'host': plan['settings']['host'], 'port': plan['port'],
+        'nnodes': int(args.get('nnodes', 1)), 'schedulers': plan['gpus_needed'], 'node_rank': int(args.get('node-rank', 0)),
+        'replica_hosts': plan['replica_hosts'], 'adopted_pid': plan['adopted'].get('main_pid') if plan['adopted'] else None,
+        'known_good_dir': inp['known_good_dir'], 'env_file': inp['env_file'], 'cuda_env_file': inp['cuda_env_file'],
+        'config_file': inp['config_file'],
+        'secret_files': ([{'src': inp['config_file'], 'mode': '0600', 'owner': plan['user'], 'group': plan['group']}]
+                         if inp['secret_args'] else []),
+        'scheme': plan['scheme'],
+    }
 
 
 # The checks: each gives its message, '' when it passes.

@@ -329,3 +329,40 @@ def test_the_seed_is_the_hand_started_server_as_it_runs():
     assert seed['environment'] == {'CUDA_HOME': '/usr/local/cuda', 'PYTHONPATH': service.LOG_MODULE_DIR,
                                    'SGLANG_LOGGING_CONFIG_PATH': '/etc/sglang/sglang-logging.json'}
     assert 'problems' not in seed and service_plan(inputs(), facts())['seed'] == {}
+
+
+@pytest.mark.parametrize('init, boot', [
+    ({'system': 'systemd'}, 'enabled (systemd)'),
+    ({'system': 'other', 'cron': {}}, 'none: the container entrypoint must run /usr/bin/env -i '),
+    ({'system': 'other', 'cron': {'reads_cron_d': True, 'daemon': 'cron'}}, 'cron @reboot (/etc/cron.d/inferops-sglang, cron)'),
+    ({'system': 'other', 'cron': {'crontabs_dir': '/etc/crontabs', 'daemon': 'busybox crond', 'reboot_marker': '/run/m',
+                                  'reboot_marker_persists': True}},
+     'cron @reboot (/etc/crontabs/root, busybox crond), removes the stale /run/m that survives a restart here'),
+])
+def test_output_boot(init, boot):
+    assert service_plan(inputs(), facts(init=init))['output']['boot'].startswith(boot)
+
+
+def test_output_is_the_declared_service_output():
+    plan = service_plan(inputs(secret_args={'api-key': 'k'}, manager='supervisord',
+                               server_args={'model-path': '/m', 'nnodes': 2, 'node-rank': 1}),
+                        facts(python={'executable': '/root/ml-env/bin/python3', 'sglang_version': '0.5.9'},
+                              servers=[{'executable': '/a/bin/python3', 'pids': []}], strays=[{'executable': None}]))
+    out = plan['output']
+    assert (out['manager'], out['unit'], out['env_file_owner'], out['sandbox']) == ('supervisord', 'sglang', 'root', [])
+    assert out['unit_path'] == '/etc/inferops-sglang/supervisor.d/sglang.conf' and out['port'] == 30000
+    assert (out['nnodes'], out['node_rank'], out['adopted_pid'], out['scheme']) == (2, 1, None, 'http')
+    assert out['sglang'] == {'managed': False, 'version': '0.5.9', 'requirement': '', 'venv': '/root/ml-env',
+                             'python': '/root/ml-env/bin/python3', 'environment_not_read': []}
+    assert out['secret_files'] == [{'src': '/etc/sglang/sglang-secrets.yaml', 'mode': '0600', 'owner': 'root',
+                                    'group': 'root'}]
+    assert out['supervisor']['log_file'] == '/var/log/sglang/sglang.log'
+    assert set(out['environment_names']) == set(plan['environment'])
+    assert plan['protected_executables'] == ['/a/bin/python3', '/root/ml-env/bin/python3']
+
+
+def test_stray_secrets_and_sglang_installs():
+    plan = service_plan(inputs(sglang_version='sglang==0.5.10'), facts(strays=[dict(STRAY, redacted_args=['--api-key'])]),
+                        {'sglang_venv': {'changed': True, 'route': 'ensurepip'}})
+    assert plan['stray_secrets'] == ['--api-key'] and plan['sglang_installs']
+    assert not service_plan(inputs(), facts(), {'sglang_venv': {'changed': True}})['sglang_installs']
