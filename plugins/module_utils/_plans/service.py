@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 import re
 
@@ -324,6 +325,9 @@ def _plan(inp, facts, seen):
     plan['gpus_needed'] = cmdline.gpus_needed(plan['args_map'], plan['config'])
     plan['settings'] = _settings(plan['args_map'], plan['config'])
     plan['port'] = plan['settings']['port']
+    # SGLang's logging configuration (SGLANG_LOGGING_CONFIG_PATH), as the file's text.
+    plan['log_config'] = json.dumps(_server_log.logging_config(cmdline.log_level(plan['args_map'], plan['config'])),
+                                    indent=4, sort_keys=True) + '\n'
     plan['port_holders'] = _port_holders(facts, plan['port'])
     plan['model_paths'] = [path for path in (_str_or_empty(plan['args_map'].get('model-path')),
                                              _str_or_empty(plan['args_map'].get('speculative-draft-model-path')))

@@ -366,3 +366,9 @@ def test_stray_secrets_and_sglang_installs():
                         {'sglang_venv': {'changed': True, 'route': 'ensurepip'}})
     assert plan['stray_secrets'] == ['--api-key'] and plan['sglang_installs']
     assert not service_plan(inputs(), facts(), {'sglang_venv': {'changed': True}})['sglang_installs']
+
+
+def test_the_logging_configuration_is_json_text_with_the_log_level():
+    import json
+    plan = service_plan(inputs(server_args={'model-path': '/m', 'log-level': 'debug'}), facts())
+    assert plan['log_config'].endswith('}\n') and json.loads(plan['log_config'])['root']['level'] == 'DEBUG'
