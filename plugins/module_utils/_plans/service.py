@@ -189,7 +189,14 @@ def _environment(inp, plan, facts, adopted_env, host, unread):
     everything = dict(wanted)
     everything.update(no_proxy_env(wanted, [host.get('name'), host.get('address') or '']))
     kept = dict((key, value) for key, value in everything.items() if key not in unread)
-    return cache_env, everything, _server_log.server_environment(kept, plan['log_config_file'], LOG_MODULE_DIR)
+    return cache_env, everything, _sorted(_server_log.server_environment(kept, plan['log_config_file'], LOG_MODULE_DIR))
+
+
+def _sorted(environment):
+    """The environment in the order of its names: the environment file reads the same whatever the order its sources
+    came in (a PYTHONPATH the facts saw on the running server, or the one the logging adds), so a converged run
+    rewrites nothing."""
+    return dict(sorted(environment.items()))
 
 
 def _port_holders(facts, port):
@@ -278,7 +285,7 @@ def _seed(inp, facts, seen):
     environment (PATH aside) with the masking log configuration; no problems."""
     seed = _plan(dict(inp, adopt=True, sglang_version=''), facts, seen)
     environment = dict((key, value) for key, value in seed['adopted_env'].items() if key != 'PATH')
-    seed['environment'] = _server_log.server_environment(environment, seed['log_config_file'], LOG_MODULE_DIR)
+    seed['environment'] = _sorted(_server_log.server_environment(environment, seed['log_config_file'], LOG_MODULE_DIR))
     del seed['problems']
     return seed
 

@@ -372,3 +372,13 @@ def test_the_logging_configuration_is_json_text_with_the_log_level():
     import json
     plan = service_plan(inputs(server_args={'model-path': '/m', 'log-level': 'debug'}), facts())
     assert plan['log_config'].endswith('}\n') and json.loads(plan['log_config'])['root']['level'] == 'DEBUG'
+
+
+@pytest.mark.parametrize('pythonpath', ['', service.LOG_MODULE_DIR])
+def test_the_environment_is_the_same_whatever_pythonpath_the_running_server_had(pythonpath):
+    """The first run sees the hand-started server (no PYTHONPATH), the next the unit's (the logging module's): the
+    environment file must read the same, order included, or a converged run rewrites it and restarts the server."""
+    plan = service_plan(inputs(environment={'LD_LIBRARY_PATH': '/l'}), facts(python={'pythonpath': pythonpath}))
+    first = service_plan(inputs(environment={'LD_LIBRARY_PATH': '/l'}), facts(python={'pythonpath': ''}))
+    assert list(plan['environment'].items()) == list(first['environment'].items())
+    assert list(plan['environment']) == sorted(plan['environment'])
