@@ -29,7 +29,7 @@ SUPERVISOR_ALIVE = ('RUNNING', 'STARTING')
 MANAGERS = ('systemd', 'supervisord')
 
 # The socket of the collection's own supervisord: [unix_http_server] file= of roles/service/templates/supervisord.conf.j2
-# (role variable _service_supervisor_socket, not settable). supervisord hands every program it starts the URL of
+# (the service plan's supervisor_socket, not settable: plugins/module_utils/_plans/service.py). supervisord hands every program it starts the URL of
 # this socket as SUPERVISOR_SERVER_URL (supervisor/process.py), which is how a server under it is recognised.
 COLLECTION_SUPERVISOR_SOCKET = '/run/inferops-sglang-supervisor.sock'
 COLLECTION_SUPERVISOR_URL = 'unix://' + COLLECTION_SUPERVISOR_SOCKET

@@ -9,7 +9,7 @@ _nvidia_smi.py, gpu_blockers: one assert, several messages) is named on the page
 A pre-flight that reports every failure at once runs its checks inside one task: each failure is printed after its
 check's name in brackets, ``[<check name>] <message>``, and the page names each such check as ``[<check name>]``. They
 are the keys of a task's ``vars`` mapping whose name ends in ``_checks`` (one templated message each, empty when the
-check passes), and the names a module of the pre-flight checks with (NAMED_CHECK_SOURCES: ``CHECK_* = '<name>'``).
+check passes), and the names a module of the pre-flight checks with (NAMED_CHECK_SOURCES: ``CHECK_* = '<name>'``, the service role's plan among them).
 
 Run by scripts/test.sh's docs stage (python -m pytest tests/docs)."""
 
@@ -26,7 +26,8 @@ CHECK_FILES = sorted(glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "prefli
 HEADER = re.compile(r"TASK \[inferops\.sglang\.(\w+) : ([^\]\n]+)\]")
 NAMED_ENTRY = re.compile(r"``\[([^\]\n]+)\]``")
 # role -> module_utils whose CHECK_* constants name checks a module of that role's pre-flight makes on the host.
-NAMED_CHECK_SOURCES = {'service': os.path.join(ROOT, "plugins", "module_utils", "_service_preflight.py")}
+NAMED_CHECK_SOURCES = {'service': [os.path.join(ROOT, "plugins", "module_utils", "_service_preflight.py"),
+                                   os.path.join(ROOT, "plugins", "module_utils", "_plans", "service.py")]}
 
 
 def tasks(items):
@@ -67,9 +68,10 @@ def named_checks():
                 for key, value in (task.get("vars") or {}).items():
                     if key.endswith("_checks") and isinstance(value, dict):
                         found.extend((role_of(path), name) for name in value)
-    for role, path in sorted(NAMED_CHECK_SOURCES.items()):
-        with open(path) as handle:
-            found.extend((role, name) for name in re.findall(r"^CHECK_\w+ = '([^']+)'$", handle.read(), re.M))
+    for role, paths in sorted(NAMED_CHECK_SOURCES.items()):
+        for path in paths:
+            with open(path) as handle:
+                found.extend((role, match[1]) for match in re.findall(r"""^CHECK_\w+ = (['"])(.+)\1$""", handle.read(), re.M))
     return found
 
 

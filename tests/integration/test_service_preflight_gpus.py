@@ -21,8 +21,8 @@ PLAYBOOK = """
       ansible.builtin.debug:
         msg: {report}
 """
-SERVICE_REPORT = ("{{ {'settings': _service_settings, 'gpus_needed': _service_gpus_needed | int, 'port': _service_port | int, "
-                  "'args': _service_server_args, 'port_wanted': _service_port_wanted | int} }}")
+SERVICE_REPORT = ("{{ {'settings': __service_plan.settings, 'gpus_needed': __service_plan.gpus_needed | int, 'port': __service_plan.port | int, "
+                  "'args': __service_plan.server_args, 'port_wanted': __service_plan.port_wanted | int} }}")
 BUS_IDS = ['00000000:%02X:00.0' % b for b in (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xBA, 0xCB, 0xDB)]
 
 

@@ -44,21 +44,25 @@ def render(role, template, **variables):
 
 
 def service_vars(working_directory='/srv/sglang', **overrides):
+    """The variables the service templates read: the role's, and the plan (filter service_plan) as _service_render."""
+    plan = dict(
+        adopted={'main_pid': 123, 'cwd': working_directory}, args_map={'port': 30000}, user='sglang', group='sglang',
+        working_directory=working_directory, path='/opt/my env/bin:/usr/bin',
+        sandbox=sandbox_directives(252, ['/opt/my env/bin/python3'], ['/var/cache/sglang', working_directory]),
+        command=['/opt/my env/bin/python3', '-m', 'sglang.launch_server', '--model-path', '/data/m %h',
+                 '--served-model-name', 'a $b'],
+        wrapper='/etc/sglang/sglang-run.sh', supervisor_socket='/run/inferops-sglang-supervisor.sock',
+        supervisor_dir='/etc/inferops-sglang/supervisor.d',
+        supervisord_command='/usr/bin/env -i supervisord -c /etc/inferops-sglang/supervisord.conf',
+    )
+    plan.update(overrides.pop('plan', {}))
     variables = dict(
-        ansible_managed='Ansible managed', _service_adopted={'main_pid': 123, 'cwd': working_directory},
+        ansible_managed='Ansible managed', _service_render=plan,
         service_cuda_env_file='/etc/sglang/cuda.env', service_env_file='/etc/sglang/sglang.env',
-        _service_args_map={'port': 30000}, service_start_limit_interval_sec=600, service_start_limit_burst=5,
-        _service_user='sglang', _service_group='sglang', service_user_groups=['video'],
-        _service_working_directory=working_directory, _service_path='/opt/my env/bin:/usr/bin',
-        _service_sandbox=sandbox_directives(252, ['/opt/my env/bin/python3'], ['/var/cache/sglang', working_directory]),
-        _service_command=['/opt/my env/bin/python3', '-m', 'sglang.launch_server', '--model-path', '/data/m %h',
-                          '--served-model-name', 'a $b'],
+        service_start_limit_interval_sec=600, service_start_limit_burst=5, service_user_groups=['video'],
         service_restart='on-failure', service_restart_sec=5, service_timeout_stop_sec=120, service_limit_nofile=1048576,
         service_limit_memlock='infinity', service_name='sglang', _service_facts={'init': {'systemd_version': 252}},
-        _service_wrapper='/etc/sglang/sglang-run.sh', service_log_dir='/var/log/sglang',
-        _service_supervisor_socket='/run/inferops-sglang-supervisor.sock',
-        _service_supervisor_dir='/etc/inferops-sglang/supervisor.d',
-        _service_supervisord_command='/usr/bin/env -i supervisord -c /etc/inferops-sglang/supervisord.conf',
+        service_log_dir='/var/log/sglang',
     )
     variables.update(overrides)
     return variables
@@ -112,7 +116,7 @@ def test_wrapper_script_quotes_every_word():
     cd = [line for line in text.splitlines() if line.startswith('cd ')][0]
     assert shlex.split(cd) == ['cd', "/data/it's $HOME", '||', 'exit', '1']
     exec_line = [line for line in text.splitlines() if line.startswith('exec ')][0]
-    assert shlex.split(exec_line)[1:] == service_vars()['_service_command']
+    assert shlex.split(exec_line)[1:] == service_vars()['_service_render']['command']
 
 
 def test_secrets_yaml_reads_back():

@@ -108,10 +108,10 @@ def test_collection_supervisor_socket_is_the_service_roles():
     role configures (a change on one side must reach the other)."""
     from ansible_collections.inferops.sglang.plugins.module_utils import _supervisors
     repo = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
-    with open(os.path.join(repo, 'roles', 'service', 'vars', 'main.yml')) as f:
-        assert '_service_supervisor_socket: %s\n' % _supervisors.COLLECTION_SUPERVISOR_SOCKET in f.read()
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans import service
+    assert service.SUPERVISOR_SOCKET == _supervisors.COLLECTION_SUPERVISOR_SOCKET
     with open(os.path.join(repo, 'roles', 'service', 'templates', 'supervisord.conf.j2')) as f:
-        assert 'file={{ _service_supervisor_socket | inferops.sglang.supervisor_value }}' in f.read()
+        assert 'file={{ _service_render.supervisor_socket | inferops.sglang.supervisor_value }}' in f.read()
 
 
 @pytest.mark.parametrize('argv, comm, expected', [

@@ -1,0 +1,394 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests of the service role's plan (module_utils/_plans/service.py, filter service_plan): its derived values
+and every problem it can report."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import copy
+import os
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.inferops.sglang.plugins.filter.service_plan import FilterModule
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import service
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.service import service_plan
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+with open(os.path.join(ROOT, 'roles', 'service', 'defaults', 'main.yml')) as _handle:
+    DEFAULTS = yaml.safe_load(_handle)
+# The defaults that are templates, as the role resolves them on a root-run host.
+DEFAULTS.update(service_python='/root/ml-env/bin/python3', service_replica_address='h1',
+                service_cuda_home='/usr/local/cuda-13.0', service_working_directory='/root',
+                service_cuda_env_file='/etc/sglang/cuda.env')
+del DEFAULTS['service_host_facts']
+HOST = {'name': 'h1', 'address': '10.0.0.1', 'replica_group_exists': False, 'replica_hosts': [], 'replica_args': {}}
+FACTS = {'init': {'system': 'systemd', 'pid1': 'systemd', 'systemd_booted': True, 'systemd_version': 252},
+         'python': {'executable': '/root/ml-env/bin/python3', 'pythonpath': ''},
+         'gpus': [{'index': i, 'mig_mode': 'Disabled'} for i in range(2)], 'gpu_count': 2, 'interconnect': 'nvlink',
+         'lost_gpus': [], 'gpu_error': None, 'servers': [], 'strays': [], 'listeners': [], 'foreign': []}
+STRAY = {'main_pid': 4242, 'port': 30000, 'user': 'sglang', 'cwd': '/srv/sglang',
+         'executable': '/opt/env/bin/python3', 'argv': ['/opt/env/bin/python3', '-m', 'sglang.launch_server',
+                                                        '--model-path', '/models/m', '--port', '30000'],
+         'args': ['--model-path', '/models/m', '--port', '30000'], 'redacted_args': [],
+         'env': {'CUDA_HOME': '/usr/local/cuda', 'HF_TOKEN': '********', 'PATH': '/opt/env/bin:/usr/bin', 'HOME': '/x'},
+         'env_readable': True}
+
+
+def inputs(**overrides):
+    """The role's inputs (defaults, model-path set), overridden by ``name=value`` without the service_ prefix."""
+    found = copy.deepcopy(DEFAULTS)
+    found['service_server_args'] = {'model-path': '/models/m'}
+    found['host'] = dict(HOST)
+    for key, value in overrides.items():
+        found[key if key == 'host' else 'service_' + key] = value
+    return found
+
+
+def facts(**overrides):
+    found = copy.deepcopy(FACTS)
+    found.update(overrides)
+    return found
+
+
+def checks(plan):
+    return [problem['check'] for problem in plan['problems']]
+
+
+def message(plan, check):
+    return [problem['message'] for problem in plan['problems'] if problem['check'] == check][0]
+
+
+# ---- derived values ---------------------------------------------------------------------------------------------------
+
+def test_a_plain_server_passes_with_its_values():
+    plan = service_plan(inputs(), facts())
+    assert plan['problems'] == []
+    assert plan['manager'] == 'systemd' and plan['unit'] == 'sglang.service' and plan['user'] == 'root'
+    assert plan['command'] == ['/root/ml-env/bin/python3', '-m', 'sglang.launch_server', '--model-path', '/models/m',
+                               '--tp-size', '2']
+    assert plan['port'] == 30000 and plan['scheme'] == 'http' and plan['gpus_needed'] == 2
+    assert plan['group'] == 'root' and plan['home'] is None and plan['working_directory'] == '/root'
+    assert plan['write_paths'] == ['/var/cache/sglang', '/root', '-/root/.cache']
+    assert plan['files'] == [{'src': '/etc/systemd/system/sglang.service', 'mode': '0644',
+                              'template': 'sglang.service.j2'}]
+    assert plan['path'].startswith('/root/ml-env/bin:/usr/local/cuda-13.0/bin:/usr/local/sbin')
+    assert plan['environment']['SGLANG_LOGGING_CONFIG_PATH'] == '/etc/sglang/sglang-logging.json'
+    assert plan['environment']['PYTHONPATH'] == service.LOG_MODULE_DIR
+    assert plan['sandbox'] and plan['capabilities'] is None
+
+
+def test_the_prefix_of_the_inputs_is_optional():
+    plain = dict((key[len('service_'):] if key.startswith('service_') else key, value)
+                 for key, value in inputs().items())
+    assert service_plan(plain, facts())['command'] == service_plan(inputs(), facts())['command']
+
+
+@pytest.mark.parametrize('manager, init, expected', [
+    ('auto', 'systemd', 'systemd'), ('auto', 'other', 'supervisord'), ('supervisord', 'systemd', 'supervisord'),
+])
+def test_manager(manager, init, expected):
+    plan = service_plan(inputs(manager=manager), facts(init={'system': init, 'systemd_version': None}))
+    assert plan['manager'] == expected
+    if expected == 'supervisord':
+        assert [entry['template'] for entry in plan['files']] == ['sglang-run.sh.j2', 'supervisor-program.conf.j2']
+        assert plan['files'][1]['src'] == '/etc/inferops-sglang/supervisor.d/sglang.conf'
+        assert plan['supervisord_command'] == (
+            '/usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 '
+            '/opt/inferops-sglang/supervisor/bin/supervisord -c /etc/inferops-sglang/supervisord.conf')
+
+
+@pytest.mark.parametrize('cron, boot_file, job_prefix', [
+    ({'reads_cron_d': True}, '/etc/cron.d/inferops-sglang', ''),
+    ({'reads_cron_d': False, 'crontabs_dir': '/etc/crontabs'}, '/etc/crontabs/root', ''),
+    ({'reads_cron_d': True, 'reboot_marker': '/run/crond.reboot', 'reboot_marker_persists': True},
+     '/etc/cron.d/inferops-sglang', 'rm -f /run/crond.reboot; '),
+    ({}, '', ''),
+])
+def test_boot_hook(cron, boot_file, job_prefix):
+    plan = service_plan(inputs(), facts(init={'system': 'other', 'cron': cron}))
+    assert plan['boot_file'] == boot_file
+    assert plan['boot_job'] == job_prefix + plan['supervisord_command']
+
+
+def test_port_and_scheme_from_the_config_file_and_tls():
+    seen = {'config': {'config': {'content': 'port: 31000\n'}}}
+    plan = service_plan(inputs(server_args={'model-path': '/m', 'config': 'server.yaml', 'ssl-certfile': '/c.pem'}),
+                        facts(), seen)
+    assert plan['user_config_path'] == '/root/server.yaml'
+    assert plan['port'] == 31000 and plan['port_wanted'] == 31000 and plan['scheme'] == 'https'
+
+
+def test_a_non_integer_port_is_refused():
+    with pytest.raises(ValueError):
+        service_plan(inputs(server_args={'model-path': '/m', 'port': 'x'}), facts())
+    with pytest.raises(AnsibleFilterError, match='^service_plan: '):
+        FilterModule().filters()['service_plan'](inputs(server_args={'model-path': '/m', 'port': 'x'}), facts())
+
+
+def test_topology_defaults_and_replica_args():
+    plan = service_plan(inputs(host=dict(HOST, replica_args={'nnodes': 2, 'node-rank': 0, 'dist-init-addr': 'h1:5000'})),
+                        facts(interconnect='pcie'))
+    assert plan['server_args'] == {'model-path': '/models/m', 'disable-custom-all-reduce': True, 'tp-size': 2,
+                                   'nnodes': 2, 'node-rank': 0, 'dist-init-addr': 'h1:5000'}
+    assert service_plan(inputs(topology_defaults=False), facts())['server_args'] == {'model-path': '/models/m'}
+
+
+def test_adopting_a_hand_started_server():
+    plan = service_plan(inputs(adopt=True, server_args={}), facts(strays=[STRAY]))
+    assert plan['adopted'] == STRAY and plan['problems'] == []
+    assert plan['command'] == STRAY['argv'] and plan['user'] == 'sglang' and plan['working_directory'] == '/srv/sglang'
+    assert plan['adopted_env'] == {'CUDA_HOME': '/usr/local/cuda', 'PATH': '/opt/env/bin:/usr/bin'}
+    assert plan['path'] == '/opt/env/bin:/usr/bin' and plan['masked_names'] == ['HF_TOKEN']
+    assert plan['environment']['CUDA_HOME'] == '/usr/local/cuda' and 'PATH' not in plan['environment']
+    assert plan['home'] == '/var/cache/sglang'  # a user the pre-flight has not read yet: the role would create it
+
+
+def test_adopting_with_a_managed_version_takes_the_new_venv():
+    plan = service_plan(inputs(adopt=True, server_args={}, sglang_version='sglang==0.5.10'), facts(strays=[STRAY]))
+    assert plan['command'][0] == '/opt/sglang/venvs/0.5.10/bin/python3'
+    assert plan['path'].startswith('/opt/sglang/venvs/0.5.10/bin:')
+
+
+def test_the_adopted_config_file_is_relative_to_the_servers_directory():
+    stray = dict(STRAY, args=['--config', 'c.yaml'], argv=['/opt/env/bin/python3', '--config', 'c.yaml'])
+    seen = {'info': {'adopted_config': {'content': 'model-path: /m\nport: 32000\n'}}}
+    plan = service_plan(inputs(adopt=True, server_args={}), facts(strays=[stray]), seen)
+    assert plan['adopted_config_path'] == '/srv/sglang/c.yaml' and plan['port'] == 32000
+
+
+def test_the_service_user_as_the_host_shows_it():
+    seen = {'info': {'user': {'exists': True, 'groups': ['sglang', 'video'], 'home': '/home/sglang'},
+                     'gpu_devices': [{'path': '/dev/nvidia1'}, {'path': '/dev/nvidia0'}]}}
+    plan = service_plan(inputs(user='sglang', user_groups=['render'], working_directory='/srv'), facts(), seen)
+    assert (plan['user_exists'], plan['group'], plan['home']) == (True, 'sglang', '/home/sglang')
+    assert plan['user_groups'] == ['sglang', 'video', 'render'] and not plan['creates_user']
+    assert plan['gpu_device_paths'] == ['/dev/nvidia0', '/dev/nvidia1']
+    assert plan['device_allow'][-2:] == ['/dev/nvidia0 rw', '/dev/nvidia1 rw']
+    assert plan['capabilities'] == [] and plan['environment']['HOME'] == '/home/sglang'
+    created = service_plan(inputs(user='sglang', user_create=True, working_directory='/srv'), facts())
+    assert created['creates_user'] and created['group'] == 'sglang' and created['home'] == '/var/cache/sglang'
+
+
+def test_a_low_port_gives_a_non_root_user_the_bind_capability():
+    plan = service_plan(inputs(user='sglang', working_directory='/srv', server_args={'model-path': '/m', 'port': 80}),
+                        facts(), {'info': {'user': {'exists': True, 'groups': ['sglang']}}})
+    assert plan['capabilities'] == ['CAP_NET_BIND_SERVICE']
+
+
+def test_environment_pythonpath_proxy_and_unread_names():
+    env = {'SGLANG_OLD': '1', 'SGLANG_NEW': '1', 'https_proxy': 'http://proxy:3128'}
+    plan = service_plan(inputs(environment=env, sglang_version='sglang==0.5.10'), facts(python={'pythonpath': '/opt/site'}),
+                        {'args_checked': {'env_names_unread': ['SGLANG_OLD']}})
+    assert plan['sglang_env_names'] == ['SGLANG_OLD', 'SGLANG_NEW'] and plan['env_unread'] == ['SGLANG_OLD']
+    assert 'SGLANG_OLD' not in plan['environment'] and plan['environment']['SGLANG_NEW'] == '1'
+    assert plan['environment']['PYTHONPATH'] == '/opt/site:' + service.LOG_MODULE_DIR
+    assert 'h1' in plan['environment']['NO_PROXY'] and '10.0.0.1' in plan['environment']['no_proxy']
+
+
+def test_secret_args_go_through_the_config_file():
+    plan = service_plan(inputs(secret_args={'api-key': 'k'}), facts())
+    assert plan['command'][-2:] == ['--config', '/etc/sglang/sglang-secrets.yaml'] and plan['problems'] == []
+
+
+def test_the_port_holders_leave_out_the_server_being_replaced():
+    listeners = [{'port': 30000, 'pid': 10}, {'port': 30000, 'pid': None}, {'port': 30000, 'pid': 99}]
+    plan = service_plan(inputs(), facts(servers=[{'port': 30000, 'pids': [10]}], listeners=listeners))
+    assert plan['port_holders'] == [{'port': 30000, 'pid': 99}]
+
+
+def test_a_skipped_read_counts_as_not_read():
+    seen = {'info': {'skipped': True, 'failures': [{'check': 'x', 'message': 'y'}]}, 'config': None}
+    assert service_plan(inputs(), facts(), seen)['problems'] == []
+
+
+# ---- problems ---------------------------------------------------------------------------------------------------------
+
+GPU_DEVICE = {'path': '/dev/nvidia0', 'mode': '0660', 'pw_name': 'root', 'gr_name': 'video'}
+
+
+@pytest.mark.parametrize('check, role_inputs, host_facts, seen, words', [
+    (service.CHECK_INIT, {'manager': 'systemd'}, {'init': {'system': 'other', 'pid1': 'tini', 'systemd_booted': False}},
+     None, ['PID 1 on this host is tini', 'is missing', 'auto or supervisord']),
+    (service.CHECK_REPLICA, {'replica_group': 'replica'}, {}, None, ["'replica'", 'at least two hosts', 'none']),
+    (service.CHECK_REPLICA, {'replica_group': 'replica', 'dist_init_port': 0,
+                             'host': dict(HOST, replica_group_exists=True, replica_hosts=['h1', 'h2'])}, {}, None,
+     ['service_dist_init_port: 0', 'h1, h2']),
+    (service.CHECK_REPLICA, {'replica_group': 'replica', 'server_args': {'model-path': '/m', 'nnodes': 2},
+                             'host': dict(HOST, replica_group_exists=True, replica_hosts=['h1', 'h2'])}, {}, None,
+     ['must not set them']),
+    (service.CHECK_SECRET_FLAGS, {'server_args': {'model-path': '/m', 'api-key': 'sekrit'}}, {}, None,
+     ['sets api-key', 'service_secret_args']),
+    (service.CHECK_SECRET_ARGS, {'secret_args': {'tp-size': '2'}}, {}, None, ['(none of 1 keys are)']),
+    (service.CHECK_SECRET_ARGS, {'secret_args': {'api-key': ''}}, {}, None, ['non-empty string']),
+    (service.CHECK_SECRET_ARGS, {'secret_args': {'api-key': 'k'}, 'server_args': {'model-path': '/m', 'config': '/c'}},
+     {}, {'config': {'config': {'content': ''}}}, ['must not set config']),
+    (service.CHECK_SECRET_ARGS, {'config_file': 'secrets.yaml'}, {}, None, ['absolute path']),
+    (service.CHECK_ADOPT_SECRETS, {'adopt': True, 'server_args': {}},
+     {'strays': [dict(STRAY, redacted_args=['--api-key'])]}, None, ['passes --api-key', 'without service_adopt']),
+    (service.CHECK_ADOPT, {'adopt': True, 'server_args': {}}, {}, None, ['0 stray SGLang servers qualify', 'none']),
+    (service.CHECK_ADOPT, {'adopt': True, 'server_args': {}},
+     {'strays': [STRAY, dict(STRAY, main_pid=4343)]}, None, ['2 stray', 'ports: 30000, 30000']),
+    (service.CHECK_ADOPT, {'adopt': True, 'server_args': {'port': 1}},
+     {'strays': [STRAY, dict(STRAY, port=30001)]}, None, ['0 stray', 'ports: 30000, 30001']),
+    (service.CHECK_ARGS, {'server_args': {}}, {}, None, ['needs at least model-path']),
+    (service.CHECK_ARGS, {'python': 'python3'}, {}, None, ['absolute paths']),
+    (service.CHECK_ARGS, {'server_args': {'model-path': '/m', 'log-level': 'trace'}}, {}, None,
+     ["--log-level 'trace' is no level", 'SGLang would not start']),
+    (service.CHECK_WRITABLE, {'name': 'a b'}, {}, None, ['service_name', 'systemd files']),
+    (service.CHECK_ENV, {'environment': {'1BAD': 'x'}}, {}, None, ['1BAD']),
+    (service.CHECK_ADOPTED_ENV_READABLE, {'adopt': True, 'server_args': {}},
+     {'strays': [dict(STRAY, env_readable=False)]}, None, ['pid 4242, user sglang', 'CAP_SYS_PTRACE']),
+    (service.CHECK_ADOPTED_ENV, {'adopt': True, 'server_args': {}},
+     {'strays': [dict(STRAY, env={'CUDA_HOME': 'a\nb'})]}, None, ['pid 4242', 'CUDA_HOME']),
+    (service.CHECK_GPUS, {}, {'gpus': [], 'gpu_count': 0}, None, ['GPU']),
+    (service.CHECK_PORT, {}, {'listeners': [{'port': 30000, 'pid': 77, 'process': 'nginx'}]}, None,
+     ['held by nginx (pid 77)', 'Free the port']),
+    (service.CHECK_PORT, {}, {'listeners': [{'port': 30000, 'pid': None, 'user': 'bob', 'uid': 1001}]}, None,
+     ['user bob (uid 1001)', 'CAP_SYS_PTRACE']),
+    (service.CHECK_FOREIGN, {}, {'foreign': [{'pid': 5, 'title': 'sglang::http_server', 'port': 30000,
+                                              'holds_port': True, 'runtime': 'docker', 'container_id': 'abc',
+                                              'gpus': []}]}, None, ['5']),
+    (service.CHECK_PATHS, {'cache_dir': '/tmp/sglang'}, {}, None, ['(/tmp/sglang)', 'outside /tmp']),
+    (service.CHECK_PATHS, {'read_write_paths': ['-relative']}, {}, None, ['service_read_write_paths']),
+    (service.CHECK_PATHS, {'device_allow': ['/dev/x rw']}, {}, None, ['needs a service_device_policy']),
+    (service.CHECK_GPU_ACCESS, {'user': 'sglang', 'working_directory': '/srv'}, {},
+     {'info': {'user': {'exists': True, 'groups': ['sglang']}, 'gpu_devices': [GPU_DEVICE]}},
+     ['cannot open /dev/nvidia0 (mode 0660, group video)', 'service_user_groups: [video]']),
+    (service.CHECK_VERSION, {'sglang_version': 'not a version'}, {}, None, ['']),
+    (service.CHECK_VERSION, {'sglang_version': 'sglang==0.5.10', 'venv_python': 'python3', 'venvs_keep': -1,
+                             'sglang_requirements': [1]}, {}, None,
+     ['service_venv_python (python3)', 'service_venvs_keep', 'service_sglang_requirements']),
+    (service.CHECK_VENV, {'sglang_version': 'sglang==0.5.10'}, {}, {'sglang_venv': {'conflict': 'the venv is not a venv'}},
+     ['the venv is not a venv']),
+    (service.CHECK_VENV_PIP, {'sglang_version': 'sglang==0.5.10'}, {},
+     {'sglang_venv': {'changed': True, 'route': None, 'venv_package': 'python3.11-venv'}},
+     ['/usr/bin/python3 has neither ensurepip nor pip', '/opt/sglang/venvs/0.5.10', 'python3.11-venv']),
+    (service.CHECK_SUPERVISOR_PIP, {'manager': 'supervisord'}, {},
+     {'supervisor_venv': {'changed': True, 'route': None, 'package_manager': None, 'venv_package': 'python3-venv'}},
+     ['h1 has no package manager', 'python3-venv', '/opt/inferops-sglang/supervisor']),
+])
+def test_each_problem(check, role_inputs, host_facts, seen, words):
+    plan = service_plan(inputs(**role_inputs), facts(**host_facts), seen)
+    assert check in checks(plan), plan['problems']
+    text = message(plan, check)
+    assert text and text == text.strip()
+    for word in words:
+        assert word in text
+
+
+def test_every_check_is_tested():
+    source = open(__file__).read()
+    for name, dummy in service.CHECKS:
+        constant = [key for key, value in vars(service).items() if key.startswith('CHECK_') and value == name][0]
+        assert 'service.%s,' % constant in source
+
+
+def test_the_host_reads_fail_first_and_every_failure_comes_at_once():
+    seen = {'info': {'failures': [{'check': 'Check the model directories', 'message': '/models/m is missing'}]}}
+    plan = service_plan(inputs(environment={'1BAD': 'x'}, cache_dir='/tmp/x'), facts(gpus=[], gpu_count=0), seen)
+    assert checks(plan) == ['Check the model directories', service.CHECK_WRITABLE, service.CHECK_ENV, service.CHECK_GPUS,
+                            service.CHECK_PATHS]
+
+
+def test_a_secret_flag_is_reported_not_raised_and_its_value_never_planned():
+    plan = service_plan(inputs(server_args={'model-path': '/m', 'api-key': 'sekrit'}), facts())
+    assert checks(plan) == [service.CHECK_SECRET_FLAGS]
+    assert 'sekrit' not in repr((plan['command'], plan['argv_args'], plan['args_map'], plan['problems']))
+
+
+def test_a_sandbox_the_writers_refuse_is_reported_not_raised():
+    plan = service_plan(inputs(device_policy='bogus'), facts())
+    assert plan['sandbox'] == [] and checks(plan) == [service.CHECK_PATHS]
+    assert message(plan, service.CHECK_PATHS).startswith("The sandbox of the unit cannot be written: device_policy must")
+
+
+def test_a_relative_cache_directory_is_reported_not_raised():
+    plan = service_plan(inputs(cache_dir='cache'), facts())
+    assert checks(plan) == [service.CHECK_PATHS] and plan['cache_env'] == {}
+
+
+def test_no_gpu_check_when_not_required():
+    assert service_plan(inputs(require_gpus=False), facts(gpus=[], gpu_count=0))['problems'] == []
+
+
+def test_an_adopted_server_secret_is_never_in_a_message():
+    plan = service_plan(inputs(adopt=True, server_args={}),
+                        facts(strays=[dict(STRAY, env={'HF_TOKEN': 'hf_realsecret\n'}, redacted_args=['--api-key'])]))
+    assert 'hf_realsecret' not in repr(plan['problems'])
+
+
+def test_the_seed_is_the_hand_started_server_as_it_runs():
+    plan = service_plan(inputs(sglang_version='sglang==0.5.10', environment={'X': '1'}), facts(strays=[STRAY]))
+    seed = plan['seed']
+    assert plan['adopted'] == {} and plan['command'][0] == '/opt/sglang/venvs/0.5.10/bin/python3'
+    assert seed['command'] == STRAY['argv'] and seed['user'] == 'sglang' and seed['path'] == '/opt/env/bin:/usr/bin'
+    assert seed['environment'] == {'CUDA_HOME': '/usr/local/cuda', 'PYTHONPATH': service.LOG_MODULE_DIR,
+                                   'SGLANG_LOGGING_CONFIG_PATH': '/etc/sglang/sglang-logging.json'}
+    assert 'problems' not in seed and service_plan(inputs(), facts())['seed'] == {}
+
+
+@pytest.mark.parametrize('init, boot', [
+    ({'system': 'systemd'}, 'enabled (systemd)'),
+    ({'system': 'other', 'cron': {}}, 'none: the container entrypoint must run /usr/bin/env -i '),
+    ({'system': 'other', 'cron': {'reads_cron_d': True, 'daemon': 'cron'}}, 'cron @reboot (/etc/cron.d/inferops-sglang, cron)'),
+    ({'system': 'other', 'cron': {'crontabs_dir': '/etc/crontabs', 'daemon': 'busybox crond', 'reboot_marker': '/run/m',
+                                  'reboot_marker_persists': True}},
+     'cron @reboot (/etc/crontabs/root, busybox crond), removes the stale /run/m that survives a restart here'),
+])
+def test_output_boot(init, boot):
+    assert service_plan(inputs(), facts(init=init))['output']['boot'].startswith(boot)
+
+
+def test_output_is_the_declared_service_output():
+    plan = service_plan(inputs(secret_args={'api-key': 'k'}, manager='supervisord',
+                               server_args={'model-path': '/m', 'nnodes': 2, 'node-rank': 1}),
+                        facts(python={'executable': '/root/ml-env/bin/python3', 'sglang_version': '0.5.9'},
+                              servers=[{'executable': '/a/bin/python3', 'pids': []}], strays=[{'executable': None}]))
+    out = plan['output']
+    assert (out['manager'], out['unit'], out['env_file_owner'], out['sandbox']) == ('supervisord', 'sglang', 'root', [])
+    assert out['unit_path'] == '/etc/inferops-sglang/supervisor.d/sglang.conf' and out['port'] == 30000
+    assert (out['nnodes'], out['node_rank'], out['adopted_pid'], out['scheme']) == (2, 1, None, 'http')
+    assert out['sglang'] == {'managed': False, 'version': '0.5.9', 'requirement': '', 'venv': '/root/ml-env',
+                             'python': '/root/ml-env/bin/python3', 'environment_not_read': []}
+    assert out['secret_files'] == [{'src': '/etc/sglang/sglang-secrets.yaml', 'mode': '0600', 'owner': 'root',
+                                    'group': 'root'}]
+    assert out['supervisor']['log_file'] == '/var/log/sglang/sglang.log'
+    assert set(out['environment_names']) == set(plan['environment'])
+    assert plan['protected_executables'] == ['/a/bin/python3', '/root/ml-env/bin/python3']
+
+
+def test_stray_secrets_and_sglang_installs():
+    plan = service_plan(inputs(sglang_version='sglang==0.5.10'), facts(strays=[dict(STRAY, redacted_args=['--api-key'])]),
+                        {'sglang_venv': {'changed': True, 'route': 'ensurepip'}})
+    assert plan['stray_secrets'] == ['--api-key'] and plan['sglang_installs']
+    assert not service_plan(inputs(), facts(), {'sglang_venv': {'changed': True}})['sglang_installs']
+
+
+def test_the_logging_configuration_is_json_text_with_the_log_level():
+    import json
+    plan = service_plan(inputs(server_args={'model-path': '/m', 'log-level': 'debug'}), facts())
+    assert plan['log_config'].endswith('}\n') and json.loads(plan['log_config'])['root']['level'] == 'DEBUG'
+
+
+@pytest.mark.parametrize('pythonpath', ['', service.LOG_MODULE_DIR])
+def test_the_environment_is_the_same_whatever_pythonpath_the_running_server_had(pythonpath):
+    """The first run sees the hand-started server (no PYTHONPATH), the next the unit's (the logging module's): the
+    environment file must read the same, order included, or a converged run rewrites it and restarts the server."""
+    plan = service_plan(inputs(environment={'LD_LIBRARY_PATH': '/l'}), facts(python={'pythonpath': pythonpath}))
+    first = service_plan(inputs(environment={'LD_LIBRARY_PATH': '/l'}), facts(python={'pythonpath': ''}))
+    assert list(plan['environment'].items()) == list(first['environment'].items())
+    assert list(plan['environment']) == sorted(plan['environment'])
+
+
+def test_log_level_any_logging_name_and_no_logging_config_for_an_interpreter_that_ignores_pythonpath():
+    plan = service.service_plan(inputs(server_args={'model-path': '/m', 'log-level': 'warn'}), FACTS)
+    assert '"level": "WARN"' in plan['log_config'] and plan['problems'] == []
+    assert plan['environment']['SGLANG_LOGGING_CONFIG_PATH'].endswith('-logging.json')
+    isolated = service.service_plan(inputs(entry_point=['-I', '-m', 'sglang.launch_server']), FACTS)
+    assert 'SGLANG_LOGGING_CONFIG_PATH' not in isolated['environment'], isolated['command']
