@@ -33,7 +33,7 @@ def _router_arg_name(key):
     return str(key).lstrip('-').replace('_', '-')
 
 
-def _str_or_empty(value):
+def _only_str(value):
     return value if isinstance(value, str) else ''
 
 
@@ -45,12 +45,12 @@ def _settings_problems(p):
     except (TypeError, ValueError):
         port = 0
     ok = (0 < port < 65536
-          and all(_str_or_empty(p.get(name)).startswith('/') for name in ('venv', 'python', 'secrets_file'))
-          and _str_or_empty(p.get('version'))
+          and all(_only_str(p.get(name)).startswith('/') for name in ('venv', 'python', 'secrets_file'))
+          and _only_str(p.get('version'))
           and p.get('policy') in POLICIES
           and not set(_router_arg_name(key) for key in args) & set(OWN_VARIABLES)
-          and (not p.get('ca_path') or _str_or_empty(p.get('ca_path')).startswith('/'))
-          and _str_or_empty(p.get('user')) and _str_or_empty(p.get('group')))
+          and (not p.get('ca_path') or _only_str(p.get('ca_path')).startswith('/'))
+          and _only_str(p.get('user')) and _only_str(p.get('group')))
     if ok:
         return []
     return ['router_port must be a TCP port, router_venv, router_python and router_secrets_file absolute paths, '
@@ -157,7 +157,7 @@ def router_plan(inputs, hostvars=None):
     full_args = dict([('host', p.get('host')), ('port', port), ('policy', p.get('policy'))])
     full_args.update(args)
     argv = [] if problems else args_to_argv(full_args)
-    python = '%s/bin/python' % _str_or_empty(p.get('venv')).rstrip('/')
+    python = '%s/bin/python' % _only_str(p.get('venv')).rstrip('/')
     file_args = []
     for key, value in args.items():
         if _router_arg_name(key) in FILE_ARGS:

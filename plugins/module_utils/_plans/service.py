@@ -76,7 +76,7 @@ def _abs(path):
     return isinstance(path, str) and os.path.isabs(path)
 
 
-def _str_or_empty(value):
+def _text_or_empty(value):
     return '' if value is None else str(value)
 
 
@@ -86,7 +86,7 @@ def _listing(values, empty='none'):
 
 def _relative_to(path, directory):
     """``path`` as given when absolute, else under ``directory``; '' for no path."""
-    path = _str_or_empty(path)
+    path = _text_or_empty(path)
     if not path:
         return ''
     return path if os.path.isabs(path) else directory + '/' + path
@@ -318,7 +318,7 @@ def _plan(inp, facts, seen):
                                + (['--no-index'] if inp['sglang_pip_no_index'] else []))
     plan['command'] = _command(inp, plan, adopted)
     plan['args_map'] = argv_to_args(plan['argv_args'])
-    plan['scheme'] = 'https' if _str_or_empty(plan['args_map'].get('ssl-certfile')) else 'http'
+    plan['scheme'] = 'https' if _text_or_empty(plan['args_map'].get('ssl-certfile')) else 'http'
     adopted_env = _adopted_env(adopted, inp['adopt_env_patterns'])
     plan['adopted_env'] = adopted_env
     if adopted and 'PATH' in adopted_env and not plan['sglang_managed']:
@@ -344,8 +344,8 @@ def _plan(inp, facts, seen):
         plan['log_level'] = 'info'
     plan['log_config'] = json.dumps(_server_log.logging_config(plan['log_level']), indent=4, sort_keys=True) + '\n'
     plan['port_holders'] = _port_holders(facts, plan['port'])
-    plan['model_paths'] = [path for path in (_str_or_empty(plan['args_map'].get('model-path')),
-                                             _str_or_empty(plan['args_map'].get('speculative-draft-model-path')))
+    plan['model_paths'] = [path for path in (_text_or_empty(plan['args_map'].get('model-path')),
+                                             _text_or_empty(plan['args_map'].get('speculative-draft-model-path')))
                            if path.startswith('/')]
     init = facts.get('init') or {}
     if inp['manager'] == 'auto':
@@ -413,7 +413,7 @@ def output(inp, plan, facts):
         'sglang': {'managed': managed,
                    'version': plan['sglang']['version'] if managed else (facts.get('python') or {}).get('sglang_version'),
                    'requirement': plan['sglang']['requirement'],
-                   'venv': plan['sglang']['venv'] if managed else os.path.dirname(os.path.dirname(_str_or_empty(plan['command'][0]))),
+                   'venv': plan['sglang']['venv'] if managed else os.path.dirname(os.path.dirname(_text_or_empty(plan['command'][0]))),
                    'python': plan['command'][0], 'environment_not_read': plan['env_unread']},
         'environment_left_out': plan['masked_names'], 'environment_files': [inp['cuda_env_file'], inp['env_file']],
         'path': plan['path'], 'host': plan['settings']['host'], 'port': plan['port'],
@@ -574,11 +574,11 @@ def _check_port(inp, plan, facts, seen):
     named = [holder for holder in holders if holder.get('pid') is not None]
     if named:
         text = ('Port %s is held by %s (pid %s), which is not an SGLang server this run replaces.'
-                % (plan['port'], ', '.join(_str_or_empty(holder.get('process') or '?') for holder in named),
+                % (plan['port'], ', '.join(_text_or_empty(holder.get('process') or '?') for holder in named),
                    ', '.join(str(holder['pid']) for holder in named)))
     else:
-        users = _unique(_str_or_empty(holder.get('user')) or '?' for holder in holders)
-        uids = _unique(_str_or_empty(holder.get('uid')) or '?' for holder in holders)
+        users = _unique(_text_or_empty(holder.get('user')) or '?' for holder in holders)
+        uids = _unique(_text_or_empty(holder.get('uid')) or '?' for holder in holders)
         text = ('Port %s is held by a process of user %s (uid %s) whose pid this run cannot see: root without '
                 'CAP_SYS_PTRACE (a docker container\'s default) cannot read another user\'s /proc/PID/fd, and no SGLang '
                 'server was found on that port (a process\'s command line is readable by anyone, so a hand-started '
@@ -621,11 +621,11 @@ def _check_gpu_access(inp, plan, facts, seen):
                                          plan['user_groups'])
     if not refused:
         return ''
-    groups = _unique(_str_or_empty(device.get('group')) for device in refused)
+    groups = _unique(_text_or_empty(device.get('group')) for device in refused)
     return ("The service user %s (groups %s) cannot open %s (mode %s, group %s). Add %s to the group %s: "
             "service_user_groups: [%s]." % (
-                plan['user'], _listing(plan['user_groups']), ', '.join(_str_or_empty(device.get('path')) for device in refused),
-                ', '.join(_unique(_str_or_empty(device.get('mode')) for device in refused)), ', '.join(groups), plan['user'],
+                plan['user'], _listing(plan['user_groups']), ', '.join(_text_or_empty(device.get('path')) for device in refused),
+                ', '.join(_unique(_text_or_empty(device.get('mode')) for device in refused)), ', '.join(groups), plan['user'],
                 ' and '.join(groups), ', '.join(groups)))
 
 
@@ -649,7 +649,7 @@ def _check_version(inp, plan, facts, seen):
 def _check_venv(inp, plan, facts, seen):
     if not plan['sglang_managed']:
         return ''
-    return _str_or_empty(_result(seen, 'sglang_venv').get('conflict'))
+    return _text_or_empty(_result(seen, 'sglang_venv').get('conflict'))
 
 
 def _check_venv_pip(inp, plan, facts, seen):
