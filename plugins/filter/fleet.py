@@ -4,7 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters that plan a fleet rollout and list the router's workers.
 
-The logic lives in the private module_utils ``_fleet``; these are thin wrappers.
+The logic lives in the private module_utils ``_fleet`` (the role's plan: ``_plans/fleet``) and, for the workers' URLs, ``_plans/urls`` (the one URL
+rule of the collection); these are thin wrappers.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,6 +15,8 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _fleet
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import fleet, urls
+from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 
 
 def _hostvar(hostvars, host, name, default=None):
@@ -46,33 +49,6 @@ def rollout_serial(fleet):
         raise AnsibleFilterError('rollout_serial: %s' % exc)
 
 
-def worker_urls(hosts, hostvars):
-    """``groups['sglang_servers'] | inferops.sglang.worker_urls(hostvars)``: the servers a router balances over.
-
-    One URL per server: a host's ``inferops_sglang_worker_url``, else ``http://<inventory name>:<port>`` with
-    the port from ``service_server_args.port`` (default 30000), ``https://`` when those args set ``ssl-certfile``. Of a multi-node replica only node rank 0 (the
-    first host of its ``service_replica_group``) serves requests, so only it is listed.
-    """
-    seen_groups = set()
-    urls = []
-    for host in hosts:
-        group = _hostvar(hostvars, host, 'service_replica_group', '')
-        if group:
-            if group in seen_groups:
-                continue
-            seen_groups.add(group)
-            members = (_hostvar(hostvars, host, 'groups', {}) or {}).get(group) or [host]
-            host = members[0]
-        args = _hostvar(hostvars, host, 'service_server_args', {}) or {}
-        try:
-            scheme = 'https' if args.get('ssl-certfile') or args.get('ssl_certfile') else 'http'
-            urls.append(_fleet.worker_url(host, args.get('port', 30000),
-                                          _hostvar(hostvars, host, 'inferops_sglang_worker_url', ''), scheme))
-        except (TypeError, ValueError) as exc:
-            raise AnsibleFilterError('worker_urls: %s: %s' % (host, exc))
-    return urls
-
-
 def fleet_summary_rows(order, batches, hostvars):
     """``plan.order | inferops.sglang.fleet_summary_rows(plan.batches, hostvars)``: one row per planned host.
 
@@ -99,6 +75,8 @@ class FilterModule(object):
         return {
             'rollout_plan': rollout_plan,
             'rollout_serial': rollout_serial,
-            'worker_urls': worker_urls,
+            'fleet_plan': as_filter(fleet.fleet_plan, 'fleet_plan'),
+            'worker_urls': as_filter(urls.worker_urls, 'worker_urls'),
+            'worker_config_paths': as_filter(urls.worker_config_paths, 'worker_config_paths'),
             'fleet_summary_rows': fleet_summary_rows,
         }

@@ -2,30 +2,20 @@
 # Copyright (c) inferops.sglang developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters about where a server is reached.
+"""Filters about where a server or a router is reached: the one URL rule of the collection.
 
-The logic lives in the private module_utils ``_http`` (the modules use the same functions); these are thin wrappers.
+The logic lives in the private module_utils ``_http`` (the probe address and the ``host:port`` join, which the modules
+use too) and ``_plans/urls`` (port and scheme of a server, its worker URL, a router's URL); these are thin wrappers.
+The filter ``worker_urls`` (plugins/filter/fleet.py) lists the worker URLs of a group with the same rule.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.inferops.sglang.plugins.module_utils import _http
-
-
-def probe_url(host, port, scheme='http'):
-    """``'0.0.0.0' | inferops.sglang.probe_url(30000)`` -> ``http://127.0.0.1:30000``.
-
-    The base URL to probe a server that binds ``host`` on ``port``: a wildcard bind (``0.0.0.0``, empty) is
-    probed on ``127.0.0.1``, ``::`` on ``::1``, IPv6 literals are bracketed.
-    """
-    try:
-        return _http.base_url(host, port, scheme)
-    except (TypeError, ValueError) as exc:
-        raise AnsibleFilterError('probe_url: %s' % exc)
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import urls
+from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 
 
 class FilterModule(object):
@@ -33,5 +23,10 @@ class FilterModule(object):
 
     def filters(self):
         return {
-            'probe_url': probe_url,
+            'probe_url': as_filter(_http.base_url, 'probe_url'),
+            'host_port': as_filter(_http.host_port, 'host_port'),
+            'server_endpoint': as_filter(urls.server_endpoint, 'server_endpoint'),
+            'worker_url': as_filter(urls.worker_url, 'worker_url'),
+            'router_scheme': as_filter(urls.router_scheme, 'router_scheme'),
+            'router_url': as_filter(urls.router_url, 'router_url'),
         }

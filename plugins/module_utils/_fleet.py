@@ -13,7 +13,7 @@ until every unit has a batch.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _http, _versions
+from ansible_collections.inferops.sglang.plugins.module_utils import _versions
 
 
 def batch_size(spec, total):
@@ -122,17 +122,6 @@ def serial(fleet):
     if not valid:
         raise ValueError('the plan\'s batch_sizes must be a list of positive host counts, not %r' % (sizes,))
     return list(sizes)
-
-
-def worker_url(host, port, url=None, scheme='http'):
-    """The URL a router uses for a server: ``url`` when given, else ``<scheme>://<host>:<port>``.
-
-    ``scheme`` is ``https`` for a server that serves TLS (it has SGLang's ``--ssl-certfile``). The host goes
-    through ``_http.base_url``: an IPv6 literal is bracketed, a wildcard address becomes loopback.
-    """
-    if url:
-        return url
-    return _http.base_url(host, port, scheme)
 
 
 # The results after which the rollout goes on: a healthy cutover, an unchanged server, a host of a later batch, and

@@ -30,7 +30,6 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
-import re
 
 from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import (
     SUPERVISOR_ALIVE,
@@ -167,21 +166,33 @@ def chat_request(model, prompt, max_tokens):
 
 
 def check_chat_response(status, body):
-    """Is this a real completion? Returns (ok, reason, completion_tokens)."""
+    """Did the server generate? The answer to the gate's chat completion request, judged as SGLang builds it.
+
+    Generation is any of: a non-empty ``message.content``; a non-empty ``message.reasoning_content`` (a thinking
+    model served with ``--reasoning-parser``: SGLang's ``serving_chat`` puts the text before ``</think>`` there, and
+    with a small ``max_tokens`` the budget ends inside it - ``content`` is then null (0.5.9) or ``""`` (0.5.23),
+    ``finish_reason`` ``length``); ``tool_calls``; or ``usage.completion_tokens`` > 0 with ``finish_reason``
+    ``length`` (tokens were generated, the budget ended them, whatever the parsers made of them).
+
+    :param status: int HTTP status (None when there was no answer).
+    :param body: bytes or str, the response body.
+    :returns: (ok bool, reason str or None, completion_tokens int).
+    """
     if status != 200:
         return False, 'HTTP %s' % status, 0
     try:
         data = json.loads(body)
         choice = data['choices'][0]
-        content = choice.get('message', {}).get('content')
+        message = choice.get('message') or {}
+        content = message.get('content')
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         return False, 'not an OpenAI chat completion: %r' % (body[:200],), 0
-    if content is None or content == '':
-        return False, 'the completion is empty', 0
-    tokens = 0
-    usage = data.get('usage') or {}
-    if isinstance(usage, dict):
-        tokens = usage.get('completion_tokens') or 0
+    usage = data.get('usage') if isinstance(data, dict) else None
+    tokens = usage.get('completion_tokens') if isinstance(usage, dict) else None
+    tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
+    generated = (bool(content) or bool(message.get('reasoning_content')) or bool(message.get('tool_calls'))
+                 or (tokens > 0 and choice.get('finish_reason') == 'length'))
+    if not generated:
+        return False, 'the completion is empty (no content, reasoning_content or tool_calls; %d tokens, finish_reason %s)' % (
+            tokens, choice.get('finish_reason')), 0
     return True, None, tokens
-
-

@@ -7,7 +7,9 @@
 
 * ``probe_host(bind_host)`` / ``base_url(host, port, scheme)``: where to reach a server that binds
   ``bind_host`` - a wildcard bind (``0.0.0.0``, empty, ``None``) is probed on ``127.0.0.1``, ``::`` on ``::1``;
-  IPv6 literals are bracketed in URLs. The filter ``inferops.sglang.probe_url`` exposes ``base_url`` to roles.
+  IPv6 literals are bracketed (``host_port``, the one ``host:port`` join of the collection). The filter
+  ``inferops.sglang.probe_url`` exposes ``base_url`` to roles; the worker and router URLs built on it are in
+  ``_plans/urls.py``.
 * ``request(url, ...)``: one request through ansible-core's ``ansible.module_utils.urls`` (no dependency on the
   target). It returns a ``Response`` instead of raising - an HTTP error answer is a status, a request that got no
   HTTP answer (connection refused, timeout, reset, TLS failure, bad URL) has ``status`` None and ``error`` set
@@ -62,23 +64,38 @@ def probe_host(bind_host):
     return bind_host
 
 
+def host_port(host, port):
+    """``<host>:<port>`` as URLs and ``host:port`` options (SGLang's ``--dist-init-addr``) write it: an IPv6 literal
+    in brackets (``[fd00:10::1]:5000``; one already in brackets is kept), an IPv4 address or a name as it is.
+
+    :param host: str, an address literal or a name (not empty).
+    :param port: int or its text, 1 to 65535.
+    :raises ValueError: for an empty host or a port outside 1-65535; TypeError for a port that is not a number.
+    """
+    number = int(port)
+    if not 0 < number < 65536:
+        raise ValueError('port must be between 1 and 65535, not %r' % (port,))
+    host = to_text(host or '').strip()
+    if host.startswith('[') and host.endswith(']'):
+        host = host[1:-1]
+    if not host:
+        raise ValueError('the host is empty')
+    if ':' in host:
+        host = '[%s]' % host
+    return '%s:%d' % (host, number)
+
+
 def base_url(host, port, scheme='http'):
-    """``<scheme>://<probe_host(host)>:<port>``, an IPv6 literal in brackets (a bracketed one is kept).
+    """``<scheme>://<probe_host(host)>:<port>``, the host and port joined by ``host_port`` (IPv6 in brackets).
 
     Raises ValueError for a port outside 1-65535 or a scheme other than http/https, TypeError for a port
     that is not a number.
     """
     if scheme not in SCHEMES:
         raise ValueError('scheme must be http or https, not %r' % (scheme,))
-    number = int(port)
-    if not 0 < number < 65536:
-        raise ValueError('port must be between 1 and 65535, not %r' % (port,))
     if host and host.startswith('[') and host.endswith(']'):
         host = host[1:-1]
-    host = probe_host(host)
-    if ':' in host:
-        host = '[%s]' % host
-    return '%s://%s:%d' % (scheme, host, number)
+    return '%s://%s' % (scheme, host_port(probe_host(host), port))
 
 
 def is_local_host(host):

@@ -124,15 +124,18 @@ def server_environment(environment, config_path, module_dir):
     :param config_path: str, absolute path of the JSON file of :func:`logging_config`.
     :param module_dir: str, absolute path of the directory holding ``inferops_sglang_log.py`` and
         ``inferops_sglang_secrets.py``.
-    :returns: a new dict. A ``SGLANG_LOGGING_CONFIG_PATH`` already in ``environment`` (the user's own logging) is
-        kept, and then PYTHONPATH is left as it was: the user's configuration decides what is masked.
+    :returns: a new dict, these two names last (in this order, wherever the input had them: a converged run, whose
+        facts read the running server's PYTHONPATH, writes the same file as the first). A ``SGLANG_LOGGING_CONFIG_PATH``
+        in ``environment`` other than ``config_path`` (the user's own logging) is kept, and then PYTHONPATH is left as it
+        was: the user's configuration decides what is masked.
     """
     result = dict(environment)
-    if result.get('SGLANG_LOGGING_CONFIG_PATH'):
+    if result.get('SGLANG_LOGGING_CONFIG_PATH') not in (None, '', config_path):
         return result
-    result['SGLANG_LOGGING_CONFIG_PATH'] = config_path
-    entries = [entry for entry in str(result.get('PYTHONPATH') or '').split(':') if entry]
+    result.pop('SGLANG_LOGGING_CONFIG_PATH', None)
+    entries = [entry for entry in str(result.pop('PYTHONPATH', None) or '').split(':') if entry]
     if module_dir not in entries:
         entries.append(module_dir)
+    result['SGLANG_LOGGING_CONFIG_PATH'] = config_path
     result['PYTHONPATH'] = ':'.join(entries)
     return result

@@ -1358,3 +1358,35 @@ def test_install_torch_stand_in_tells_its_versions_without_torch(tmp_path):
     (site / "torch-2.9.1+cpu.dist-info" / "INSTALLER").write_text("pip\n")
     refused = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert refused.returncode != 0 and "holds a real torch" in refused.stderr
+
+
+def test_thinking_model_splits_reasoning_as_sglang_serving_chat(servers):
+    """--reasoning-parser kimi_k2 (thinking on by default): the budget of a small request ends inside the reasoning,
+    content is null and reasoning_content holds the text after <think> (field case C36); a larger budget gets both;
+    chat_template_kwargs thinking=false and separate_reasoning=false as SGLang."""
+    server = servers("--reasoning-parser", "kimi_k2")
+    plain = servers()
+    server.wait_ready()
+    plain.wait_ready()
+
+    def chat(target, **extra):
+        status, body = target.request("POST", "/v1/chat/completions",
+                                      body=dict({"messages": [{"role": "user", "content": "Say hello."}]}, **extra))
+        assert status == 200, body
+        data = json.loads(body)
+        return data["choices"][0], data["usage"]
+
+    choice, usage = chat(server, max_tokens=8)
+    assert choice["message"]["content"] is None and choice["finish_reason"] == "length"
+    assert choice["message"]["reasoning_content"] == "The user wants a short greeting."
+    assert usage["completion_tokens"] == 8
+    choice, usage = chat(server, max_tokens=64)
+    assert choice["message"]["content"] == "Hello from the SGLang test double." and choice["finish_reason"] == "stop"
+    assert choice["message"]["reasoning_content"].startswith("The user wants")
+    choice, dummy = chat(server, max_tokens=64, chat_template_kwargs={"thinking": False})
+    assert choice["message"] == {"role": "assistant", "content": "Hello from the SGLang test double.",
+                                 "reasoning_content": None, "tool_calls": None}
+    choice, dummy = chat(server, max_tokens=3, separate_reasoning=False)
+    assert choice["message"]["content"] == "<think>The user" and choice["message"]["reasoning_content"] is None
+    choice, dummy = chat(plain, max_tokens=8)
+    assert choice["message"]["content"] == "Hello from the SGLang test double." and choice["message"]["reasoning_content"] is None

@@ -78,16 +78,6 @@ def test_plan_rejects(hosts, kwargs):
         f.plan(hosts, **kwargs)
 
 
-@pytest.mark.parametrize('host, port, url, expected', [
-    ('gpu1', 30000, None, 'http://gpu1:30000'),
-    ('gpu1', '31000', '', 'http://gpu1:31000'),
-    ('fd00::1', 30000, None, 'http://[fd00::1]:30000'),
-    ('gpu1', 30000, 'http://10.0.0.5:30000', 'http://10.0.0.5:30000'),
-])
-def test_worker_url(host, port, url, expected):
-    assert f.worker_url(host, port, url) == expected
-
-
 def test_summary_rows():
     batches = [['a'], ['b', 'c'], ['d']]
     results = {

@@ -68,6 +68,21 @@ def test_chat_request_is_small_and_deterministic():
 @pytest.mark.parametrize("status, body, ok", [
     (200, json.dumps({"choices": [{"message": {"content": "Hello"}}], "usage": {"completion_tokens": 2}}), True),
     (200, json.dumps({"choices": [{"message": {"content": ""}}]}), False),
+    # C36: a thinking model (--reasoning-parser kimi_k2) whose 8-token budget ends inside its reasoning
+    (200, json.dumps({"choices": [{"message": {"content": None, "reasoning_content": "The user wants..."},
+                                   "finish_reason": "length"}], "usage": {"completion_tokens": 8}}), True),
+    (200, json.dumps({"choices": [{"message": {"content": "", "reasoning_content": "The user"},
+                                   "finish_reason": "length"}], "usage": {"completion_tokens": 8}}), True),
+    # tokens generated and cut by the budget, whatever the parsers kept of them
+    (200, json.dumps({"choices": [{"message": {"content": None}, "finish_reason": "length"}],
+                      "usage": {"completion_tokens": 8}}), True),
+    (200, json.dumps({"choices": [{"message": {"content": None}, "finish_reason": "stop"}],
+                      "usage": {"completion_tokens": 0}}), False),
+    (200, json.dumps({"choices": [{"message": {"content": None}, "finish_reason": "length"}],
+                      "usage": {"completion_tokens": True}}), False),
+    (200, json.dumps({"choices": [{"message": {"content": None, "tool_calls": [{"id": "1"}]},
+                                   "finish_reason": "tool_calls"}]}), True),
+    (200, json.dumps({"choices": [{"message": None}]}), False),
     (200, json.dumps({"object": "list", "data": []}), False),  # /v1/models is not a completion (C03)
     (200, "<html>", False),
     (503, "", False),

@@ -79,6 +79,16 @@ def test_server_environment_appends_and_respects_the_users_logging(env, expected
     assert env == before
 
 
+def test_server_environment_is_the_same_on_a_converged_run():
+    """The second run's facts read PYTHONPATH (and the config path) from the running server: same names, same order."""
+    first = _server_log.server_environment({'HF_HOME': '/c', 'HOME': '/h'}, '/c.json', '/m')
+    again = _server_log.server_environment(
+        {'HF_HOME': '/c', 'PYTHONPATH': first['PYTHONPATH'], 'HOME': '/h',
+         'SGLANG_LOGGING_CONFIG_PATH': '/c.json'}, '/c.json', '/m')
+    assert list(again.items()) == list(first.items())
+    assert list(first)[-2:] == ['SGLANG_LOGGING_CONFIG_PATH', 'PYTHONPATH']
+
+
 @pytest.fixture
 def installed(tmp_path):
     """The two files as the service role installs them on the server."""

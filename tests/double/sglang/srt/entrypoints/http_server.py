@@ -64,6 +64,13 @@ logger = logging.getLogger(__name__)
 
 CANNED_TOKENS = ["Hello", " from", " the", " SG", "Lang", " test", " double", "."]
 CANNED_TEXT = "".join(CANNED_TOKENS)  # "Hello from the SGLang test double."
+# What a thinking model generates before its answer (the reference model family, Kimi-K2.5: SGLang's page requires
+# --reasoning-parser kimi_k2, whose KimiK2Detector has reasoning_default="thinking": thinking is on unless the request's
+# chat_template_kwargs turn it off). The chat endpoint splits it as SGLang's serving_chat._build_chat_response does
+# with separate_reasoning (default true): the text between <think> and </think> (to the end when the budget ran out
+# inside it) is reasoning_content, the rest is content; an empty content is null (field case C36).
+THINKING_TOKENS = ["<think>", "The", " user", " wants", " a", " short", " greeting", ".", " I", " will", " answer",
+                   " in", " one", " line", ".", "</think>"]
 
 # (path, method) of the double's endpoints marked @auth_level(AuthLevel.ADMIN_OPTIONAL)
 # in 0.5.9's http_server.py (/flush_cache is GET and POST there).
@@ -448,12 +455,13 @@ class _Handler(BaseHTTPRequestHandler):
         return True
 
     @staticmethod
-    def _answer(max_tokens: Any) -> Tuple[str, int, str]:
-        limit = len(CANNED_TOKENS)
+    def _answer(max_tokens: Any, tokens: Optional[List[str]] = None) -> Tuple[str, int, str]:
+        tokens = CANNED_TOKENS if tokens is None else tokens
+        limit = len(tokens)
         if isinstance(max_tokens, int) and max_tokens >= 0:
             limit = min(limit, max_tokens)
-        finish = "stop" if limit == len(CANNED_TOKENS) else "length"
-        return "".join(CANNED_TOKENS[:limit]), limit, finish
+        finish = "stop" if limit == len(tokens) else "length"
+        return "".join(tokens[:limit]), limit, finish
 
     @staticmethod
     def _prompts(req: dict) -> Tuple[bool, List[int]]:
@@ -538,28 +546,48 @@ class _Handler(BaseHTTPRequestHandler):
         usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + n,
                  "completion_tokens": n, "prompt_tokens_details": None}
         obj = "chat.completion" if chat else "text_completion"
+        reasoning = None
+        if chat and self._thinks(req):
+            text, n, finish = self._answer(max_tokens, THINKING_TOKENS + CANNED_TOKENS)
+            usage.update(total_tokens=prompt_tokens + n, completion_tokens=n)
+            if req.get("separate_reasoning", True):
+                reasoning, text = _split_reasoning(text)
         if req.get("stream"):
             self._stream(rid, model, text, n, finish, usage, chat,
-                         bool((req.get("stream_options") or {}).get("include_usage")))
+                         bool((req.get("stream_options") or {}).get("include_usage")), reasoning)
             return
         if chat:
-            choice = {"index": 0, "message": {"role": "assistant", "content": text,
-                                              "reasoning_content": None, "tool_calls": None},
+            choice = {"index": 0, "message": {"role": "assistant", "content": text or None,
+                                              "reasoning_content": reasoning or None, "tool_calls": None},
                       "logprobs": None, "finish_reason": finish, "matched_stop": None}
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish, "matched_stop": None}
         self._json(200, {"id": rid, "object": obj, "created": int(time.time()), "model": model,
                          "choices": [choice], "usage": usage})
 
+    def _thinks(self, req: Dict[str, Any]) -> bool:
+        """Whether a chat request gets the thinking model's reasoning first: a --reasoning-parser server, thinking not
+        turned off by the request's chat_template_kwargs (``thinking`` or ``enable_thinking`` false)."""
+        if not getattr(self.st.server_args, "reasoning_parser", None):
+            return False
+        kwargs = req.get("chat_template_kwargs") or {}
+        return kwargs.get("thinking", kwargs.get("enable_thinking", True)) is not False
+
     def _stream(self, rid: str, model: str, text: str, n: int, finish: str,
-                usage: Dict[str, Any], chat: bool, include_usage: bool) -> None:
+                usage: Dict[str, Any], chat: bool, include_usage: bool, reasoning: Optional[str] = None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
         obj = "chat.completion.chunk" if chat else "text_completion"
-        pieces = CANNED_TOKENS[:n]
+        pieces = [text] if reasoning is not None else CANNED_TOKENS[:n]
+        if reasoning:
+            emit({"choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": reasoning},
+                               "logprobs": None, "finish_reason": None}], "usage": None})
+        if reasoning is not None and not text:
+            pieces = []
+            emit({"choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}], "usage": None})
 
         def emit(payload: Dict[str, Any]) -> None:
             base = {"id": rid, "object": obj, "created": int(time.time()), "model": model}
@@ -578,6 +606,14 @@ class _Handler(BaseHTTPRequestHandler):
             emit({"choices": [], "usage": usage})
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
+
+
+def _split_reasoning(text: str) -> Tuple[str, str]:
+    """(reasoning, content) of a thinking model's text, as SGLang's reasoning parser splits it (non-streaming):
+    everything up to ``</think>`` (without ``<think>``) is reasoning; without ``</think>``, all of it."""
+    body = text[len("<think>"):] if text.startswith("<think>") else text
+    reasoning, sep, content = body.partition("</think>")
+    return reasoning, content if sep else ""
 
 
 class _DummyHealthHandler(_Handler):
