@@ -1,6 +1,6 @@
 """The deployment record's versions (issue 15, item 3): the cutover role's template rendered by a real ansible-playbook
-with the role's own vars/main.yml (the derived values _cutover_versions and _cutover_previous_versions), the host
-facts and the previous known-good manifest stood in for. The molecule scenarios render it on a real host."""
+with the role's own vars/main.yml, the cutover's state as decide.yml makes it (versions: the deployed_versions filter)
+and its outcome (the cutover_outcome filter), the host facts and the previous known-good manifest stood in for. The molecule scenarios render it on a real host."""
 
 import json
 import os
@@ -26,14 +26,21 @@ def render(tmp_path, service, previous):
     variables = {
         "cutover_host_facts": FACTS, "cutover_service": service, "cutover_cuda_env": {},
         "cutover_unit": "sglang.service", "cutover_host": "127.0.0.1", "cutover_port": 30000, "cutover_scheme": "http",
-        "cutover_record_path": str(out), "__cutover_action": "restart", "__cutover_failure": "",
+        "cutover_record_path": str(out),
         "__cutover_mgr": {"state": "active", "pid": 42, "restarts": 0}, "__cutover_gate": {"time_to_healthy": 3.2},
-        "__cutover_previous": {"exists": True, "manifest": previous},
+        "__cutover_state": {"action": "restart", "failure": "", "failed_task": "", "rollback_failure": "", "degraded": "",
+                            "failure_log": [], "previous": {"exists": True, "manifest": previous},
+                            "command": service["command"], "gate": {"time_to_healthy": 3.2, "elapsed": 4.0}},
     }
     (tmp_path / "vars.json").write_text(json.dumps(variables))
     book = [{"name": "Render the record", "hosts": "localhost", "gather_facts": False,
              "vars_files": [os.path.join(ROLE, "vars", "main.yml")],
-             "tasks": [{"name": "Render", "ansible.builtin.copy": {
+             "tasks": [{"name": "The state and its outcome", "ansible.builtin.set_fact": {"__cutover": (
+                 "{{ __cutover_state | combine({'versions': cutover_service.command | inferops.sglang.deployed_versions("
+                 "_cutover_facts, cutover_service.sglang | default({}))}) }}")}},
+                       {"name": "Outcome", "ansible.builtin.set_fact": {"__cutover": (
+                           "{{ __cutover | combine({'outcome': __cutover | inferops.sglang.cutover_outcome(false)}) }}")}},
+                       {"name": "Render", "ansible.builtin.copy": {
                  "dest": str(out), "mode": "0600",
                  "content": "{{ lookup('ansible.builtin.template', '%s') }}" % os.path.join(
                      ROLE, "templates", "deployment_record.md.j2")}}]}]

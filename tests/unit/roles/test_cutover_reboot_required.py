@@ -34,20 +34,19 @@ def test_rollback_starts_nothing_when_a_reboot_is_required():
     """Stuck process: the failure's reboot_required is noted; the rollback (restore + start) and the stop and
     eviction of the service are skipped."""
     rollback = tasks('rollback.yml')
-    noted = rollback['Note what failed']['ansible.builtin.set_fact']
-    assert 'ansible_failed_result.reboot_required' in noted['__cutover_reboot_required']
+    noted = rollback['Note what failed']['vars']['__cutover_failed']
+    assert 'ansible_failed_result.reboot_required' in noted['reboot_required']
     for name in ('Roll back to the last known-good configuration', 'Stop the new server',
                  'Take the new server out of the router before it is stopped (it may have been put back already)'):
-        assert 'not (__cutover_reboot_required | bool)' in conditions(rollback[name]), name
+        assert 'not __cutover.reboot_required' in conditions(rollback[name]), name
 
 
 def test_reboot_required_is_reset_reported_and_recorded():
     decide = tasks('decide.yml')
     assert decide['Decide - start a stopped service, restart a changed one, leave an unchanged one'][
-        'ansible.builtin.set_fact']['__cutover_reboot_required'] is False
-    message = tasks('report.yml')['Fail the host']['ansible.builtin.fail']['msg']
-    assert '__cutover_reboot_required' in message and 'reboot the host' in message
-    record = load('templates', 'deployment_record.md.j2')
-    assert 'a process stuck in the driver holds the GPUs: reboot needed' in record
-    assert '__cutover_stopped.stuck' in record
-    assert "'reboot_required': __cutover_reboot_required" in load('vars', 'main.yml')
+        'vars']['__cutover_reset']['reboot_required'] is False
+    assert tasks('report.yml')['Fail the host']['ansible.builtin.fail']['msg'] == '{{ __cutover.outcome.text }}'
+    assert '__cutover.outcome.record' in load('templates', 'deployment_record.md.j2')
+    assert '__cutover_stopped.stuck' in load('templates', 'deployment_record.md.j2')
+    # The wording (the reboot message, the record's line, the output's reboot_required) is cutover_outcome's:
+    # tests/unit/plugins/module_utils/test_plans_cutover.py.

@@ -159,12 +159,15 @@ def record_vars(**overrides):
              'argv': ['python3', '--x', '```\n# injected heading'], 'env': {'A|B': 'x|y\nz'}}
     values = dict(
         inventory_hostname='h1', now=lambda utc=True: datetime.datetime(2026, 1, 1),
-        _cutover_result='healthy', cutover_unit='sglang.service', _cutover_manager='systemd',
+        cutover_unit='sglang.service', _cutover_manager='systemd',
         cutover_service={'unit_path': '/etc/systemd/system/sglang.service', 'command': ['/venv/bin/python3', '--m', 'a b'],
                          'path': '/usr/bin', 'environment_files': ['/etc/sglang/sglang.env'], 'environment_names': ['X'],
                          'user': 'sglang', 'group': 'sglang'},
-        __cutover_mgr={'state': 'active', 'pid': 1, 'restarts': 0}, __cutover_action='restart', _cutover_url='http://h1',
-        __cutover_gate={}, _cutover_versions={}, _cutover_previous_versions={}, cutover_cuda_env={},
+        __cutover_mgr={'state': 'active', 'pid': 1, 'restarts': 0}, _cutover_url='http://h1',
+        __cutover={'action': 'restart', 'degraded': '', 'failure': '', 'failed_task': '', 'rollback_failure': '',
+                   'failure_log': [], 'previous': {'exists': False},
+                   'outcome': {'record': 'healthy', 'output': {'versions': {}, 'previous_versions': {}}}},
+        __cutover_gate={}, cutover_cuda_env={},
         inferops_sglang_known_good={'dir': '/var/lib/sglang/known-good'}, __cutover_stopped={},
         _cutover_facts={'strays': [stray], 'init': {'system': 'systemd', 'pid1': 'systemd', 'container': 'none'},
                         'gpu_count': 0, 'gpus': [], 'interconnect': 'none', 'cuda': {'toolkits': []},

@@ -1,0 +1,30 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters that hold the roles' decisions (plans): each registered under its function's name.
+
+The logic lives in the private module_utils package ``_plans``; these are thin wrappers.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
+    cutover_decide,
+    cutover_outcome,
+    cutover_replica,
+)
+
+
+class FilterModule(object):
+    """Plan filters."""
+
+    def filters(self):
+        return {
+            'cutover_decide': as_filter(cutover_decide),
+            'cutover_replica': as_filter(cutover_replica),
+            'cutover_outcome': as_filter(cutover_outcome),
+        }

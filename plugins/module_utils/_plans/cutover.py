@@ -1,0 +1,314 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# PRIVATE: this module_utils is private to the inferops.sglang collection; it can change at any time.
+"""The cutover role's decisions, as pure functions (filters cutover_decide, cutover_replica, cutover_outcome).
+
+The role keeps its steps as tasks (a multi-node replica's ranks go through them in lock-step); what it concludes
+lives here. Its state is one host fact, ``__cutover`` (a dict), updated with ``combine`` at each step:
+
+- set by ``decide.yml``: ``host``, ``at`` (the last barrier reached), ``action`` (``start``, ``restart`` or
+  ``none``), ``degraded`` (why the running server is degraded, or ''), ``failure``, ``failed_task``,
+  ``rollback_failure`` (text, '' when none), ``reboot_required``, ``rolled_back``, ``key_refused``, ``gate_passed``
+  (bools), ``failure_log`` (list of log lines), ``router_steps`` (dict step -> the router_worker result),
+  ``previous`` (the known_good role's ``inferops_sglang_known_good``), and the run's inputs the outcome words:
+  ``unit``, ``manager``, ``url`` (the probe URL), ``record`` (the record's path), ``node_rank`` (int), ``routed``
+  (bool), ``router_url``, ``worker_url``, ``on_failure`` (``rollback`` or ``stop``), ``command`` (the unit's argv),
+  ``versions`` (the deployed_versions filter's dict);
+- later steps: ``began``, ``gate_began``, ``gate_round_seconds`` (seconds since the epoch / seconds) and the
+  failure fields above;
+- handed in with the outcome: ``gate`` (the last server_health result), ``mgr`` (the service manager's reading:
+  ``pid``...), ``stopped`` (the last server_process result: ``target_pids``, ``strays``, ``msg``).
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible_collections.inferops.sglang.plugins.module_utils._health import scheduler_shortfall
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_args
+from ansible_collections.inferops.sglang.plugins.module_utils._server_args import argv_to_args, diff_args
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.markdown import md_inline
+
+DEGRADED_TASK = 'Look for a degraded server'
+
+# The deployment record's outcome line for each failed result; any other result is 'healthy'.
+RECORD_OUTCOMES = {
+    'rolled_back': 'cutover failed; rolled back to the last known-good configuration',
+    'stopped': 'cutover FAILED; the new server was left stopped',
+    'failed': 'cutover FAILED; the rollback failed too',
+    'degraded': 'FAILED: the running server is degraded and was left as it is (cutover_on_degraded=fail)',
+}
+REBOOT_OUTCOME = ('cutover FAILED; a process stuck in the driver holds the GPUs: reboot needed. Neither the new server '
+                  'nor the known-good one was started (no rollback start); the known-good configuration\'s files were '
+                  'put back%s, so the reboot starts it.')
+
+
+def _truth(value):
+    """Ansible's ``bool`` filter: True, 'yes', 'on', 'true', '1', 1 are true."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value == 1
+    return str(value).strip().lower() in ('yes', 'on', '1', 'true', 't', 'y')
+
+
+def _dict(value):
+    """A mapping as a dict; anything else (None, undefined) as {}."""
+    return dict(value) if hasattr(value, 'items') else {}
+
+
+def _args(command):
+    """The flags of an argv (no leading words), secret values masked: what the record and the output show."""
+    args = argv_to_args(command or [])
+    args.pop('', None)
+    return redact_args(args)
+
+
+def live_files(service):
+    """The files the known-good configuration keeps and a rollback restores: the service's files (unit, or wrapper and
+    program), its environment file (0600; group of a non-root owner: the service's group), the CUDA environment file
+    (0644) and its secret files. Dicts with ``src``, ``mode``, and ``owner``/``group`` where set."""
+    owner = service.get('env_file_owner', 'root')
+    return (list(service.get('files', []))
+            + [{'src': service.get('env_file', '/etc/sglang/sglang.env'), 'mode': '0600', 'owner': owner,
+                'group': service.get('group', 'root') if owner != 'root' else 'root'},
+               {'src': service.get('cuda_env_file', '/etc/sglang/cuda.env'), 'mode': '0644'}]
+            + list(service.get('secret_files', [])))
+
+
+def cutover_decide(mgr, service, cuda_env, known_good, servers, on_degraded='restart'):
+    """What the decide step concludes for one host: start a stopped service, restart a changed one, leave one as it is.
+
+    :param mgr: the service manager's reading (``active`` bool, ``pid`` int).
+    :param service: the service role's output (``changed``, ``command`` list, ``schedulers`` int).
+    :param cuda_env: the cuda_env role's output (``changed``; ``block``, the sitecustomize block, when it manages one).
+    :param known_good: the known_good role's ``inferops_sglang_known_good`` (``exists``, ``differ`` list of files,
+        ``manifest`` with ``source``, ``command``, ``sitecustomize_block``).
+    :param servers: the host facts' ``servers`` (discovered servers with ``main_pid`` and ``members``).
+    :param on_degraded: ``restart`` a degraded, unchanged server, or ``fail`` (leave it and fail the host).
+    :returns: dict ``action`` (``start``, ``restart``, ``none``), ``degraded`` ('' or why), ``failure`` and
+        ``failed_task`` ('' unless a degraded server is left as it is), ``pending`` (bool: the last cutover's
+        known-good configuration differs from what runs now), ``files`` (``live_files``: what is saved and restored).
+    :raises ValueError: when ``service.schedulers`` or ``mgr.pid`` is not an integer.
+    """
+    mgr, service, cuda_env, known_good = _dict(mgr), _dict(service), _dict(cuda_env), _dict(known_good)
+    saved = _dict(known_good.get('manifest')) if _truth(known_good.get('exists', False)) else {}
+    pending = saved.get('source', '') == 'cutover' and bool(
+        known_good.get('differ') or list(saved.get('command') or []) != list(service.get('command') or [])
+        or ('block' in cuda_env and (saved.get('sitecustomize_block') or '') != (cuda_env.get('block') or '')))
+    if not _truth(mgr.get('active')):
+        action = 'start'
+    elif _truth(service.get('changed', False)) or _truth(cuda_env.get('changed', False)) or pending:
+        action = 'restart'
+    else:
+        action = 'none'
+    degraded = ''
+    if action == 'none':
+        pid = int(mgr.get('pid') or 0)
+        server = next((s for s in servers or [] if s.get('main_pid') == pid), None)
+        degraded = scheduler_shortfall(server, service.get('schedulers') or 0)
+    left = bool(degraded) and on_degraded != 'restart'
+    if degraded and not left:
+        action = 'restart'
+    return {
+        'action': action,
+        'degraded': degraded,
+        'failure': ('The running server is %s; cutover_on_degraded is fail, so it was left as it is' % degraded
+                    if left else ''),
+        'failed_task': DEGRADED_TASK if left else '',
+        'pending': pending,
+        'files': live_files(service),
+    }
+
+
+def cutover_replica(state, ranks, on_degraded='restart'):
+    """The decision of one rank of a multi-node replica, given every rank's: the ranks go forward or stay together.
+
+    :param state: this rank's ``__cutover`` after ``cutover_decide``.
+    :param ranks: the ``__cutover`` of every rank of the replica (this one included; {} for a rank without one).
+    :param on_degraded: ``restart`` or ``fail``.
+    :returns: dict ``action`` (``restart`` when another rank changes), ``failure``, ``failed_task`` (with ``fail``:
+        a degraded rank leaves the whole replica as it is).
+    """
+    state = _dict(state)
+    ranks = [_dict(rank) for rank in ranks or []]
+    action = state.get('action', 'none')
+    if action == 'none' and any(rank.get('action') != 'none' for rank in ranks):
+        action = 'restart'
+    failure, failed_task = state.get('failure') or '', state.get('failed_task') or ''
+    degraded = [rank.get('host', '') for rank in ranks if rank.get('degraded')]
+    if on_degraded == 'fail' and degraded:
+        failure = failure or ('A rank of this replica (%s) is degraded; cutover_on_degraded is fail, so the replica '
+                              'was left as it is' % ', '.join(degraded))
+        failed_task = failed_task or DEGRADED_TASK
+    return {'action': action, 'failure': failure, 'failed_task': failed_task}
+
+
+def _result(state, failed, check_mode):
+    """The outcome's one word (see ``cutover_outcome``)."""
+    action = state.get('action', 'none')
+    if failed:
+        if state.get('degraded') and action == 'none':
+            return 'degraded'
+        if _truth(state.get('rolled_back', False)):
+            return 'rolled_back'
+        return 'stopped' if state.get('on_failure') == 'stop' else 'failed'
+    if action == 'none':
+        return 'unchanged'
+    if not check_mode:
+        return 'deployed'
+    if action == 'start' and _dict(state.get('stopped')).get('target_pids'):
+        return 'would_adopt'
+    return 'would_' + str(action)
+
+
+def _router(state):
+    """What the router steps did, for the output ({} for a server that is not behind a router)."""
+    if not _truth(state.get('routed', False)):
+        return {}
+    steps = _dict(state.get('router_steps'))
+    out, step_in, check = _dict(steps.get('out')), _dict(steps.get('in')), _dict(steps.get('check'))
+    return {'url': state.get('router_url', ''), 'worker_url': state.get('worker_url', ''),
+            'removed': out.get('changed', False), 'drain': out.get('drain'),
+            'registered': step_in.get('healthy', False) or check.get('healthy', False)}
+
+
+def _output(state, result, failed, check_mode):
+    """The declared output ``inferops_sglang_cutover`` (read by the fleet summary)."""
+    action = state.get('action', 'none')
+    gate = _dict(state.get('gate'))
+    gated = action != 'none' or _truth(state.get('rolled_back', False))
+    manifest = _dict(_dict(state.get('previous')).get('manifest'))
+    previous_args, new_args = _args(manifest.get('command')), _args(state.get('command'))
+    output = {
+        'action': action,
+        'result': result,
+        'node_rank': int(state.get('node_rank') or 0),
+        'time_to_healthy_s': gate.get('time_to_healthy') if gated and not failed else None,
+        'rolled_back': _truth(state.get('rolled_back', False)),
+        'smoke_latencies': gate.get('smoke_latencies', []) if gated else [],
+        'args_diff': diff_args(previous_args, new_args),
+        'previous_args': previous_args,
+        'new_args': new_args,
+        'versions': state.get('versions') or {},
+        'previous_versions': _dict(manifest.get('record')).get('versions') or {},
+        'router': _router(state),
+        'degraded': state.get('degraded') or None,
+        'record': state.get('record', ''),
+        'check_mode': bool(check_mode),
+    }
+    if failed:
+        output.update(failure=state.get('failure'), failed_task=state.get('failed_task') or '',
+                      rollback_failure=state.get('rollback_failure') or None,
+                      reboot_required=_truth(state.get('reboot_required', False)))
+    return output
+
+
+def _record_line(state, result):
+    """The deployment record's outcome line (Markdown, one line)."""
+    if _truth(state.get('reboot_required', False)):
+        failure = state.get('rollback_failure') or ''
+        return REBOOT_OUTCOME % ((' (that failed: %s)' % md_inline(str(failure))) if failure else '')
+    return RECORD_OUTCOMES.get(result, 'healthy')
+
+
+def _elapsed(state):
+    """The gate's seconds until ready, as Jinja's ``float`` filter reads them (0.0 when missing or not a number)."""
+    try:
+        return float(_dict(state.get('gate')).get('elapsed'))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _failure_text(state, result):
+    """The failed host's message."""
+    if _truth(state.get('reboot_required', False)):
+        then = 'Nothing was started on the GPUs it holds (no rollback start): reboot the host, then run again.'
+    elif result == 'degraded':
+        then = 'Nothing was changed.'
+    elif _truth(state.get('rolled_back', False)):
+        then = 'Rolled back to the last known-good configuration, healthy again after %.1f s.' % _elapsed(state)
+    elif state.get('rollback_failure'):
+        then = 'The rollback failed too: %s' % state['rollback_failure']
+    else:
+        then = 'The new server was left stopped for debugging (cutover_on_failure=stop).'
+    return "Cutover to %s failed at '%s': %s. %s\nRecord: %s" % (
+        state.get('unit'), state.get('failed_task'), state.get('failure'), then, state.get('record'))
+
+
+def _message(state, result, failed, check_mode):
+    """The final message: the healthy report, the check-mode report, or the failed host's message."""
+    action = state.get('action', 'none')
+    if failed:
+        return _failure_text(state, result)
+    where = '%s (%s)' % (state.get('unit'), state.get('manager'))
+    if check_mode:
+        return '%s on %s: %s (check mode: nothing was stopped, started or gated%s)' % (
+            where, state.get('url'), result.replace('_', ' ') if result.startswith('would_') else 'unchanged',
+            ', no deployment record written' if action != 'none' else '')
+    how = {'start': 'started', 'restart': 'restarted'}.get(action, 'already running, unchanged')
+    if action != 'none':
+        how += ', ready %.1f s after the start' % _elapsed(state)
+    return '%s is healthy on %s (%s); record: %s' % (where, state.get('url'), how, state.get('record'))
+
+
+def _plan(state, result):
+    """What check mode prints besides the steps: the plan's own lines."""
+    action = state.get('action', 'none')
+    stopped = _dict(state.get('stopped'))
+    strays = stopped.get('strays') or []
+    if result.startswith('would_'):
+        what = result.replace('_', ' ')
+    elif state.get('failure'):
+        what = 'would fail: %s' % state['failure']
+    else:
+        what = 'unchanged, running (pid %s); would only be checked (/health, one chat completion)' % (
+            _dict(state.get('mgr')).get('pid'))
+    if state.get('degraded') and action != 'none':
+        what += ' (the running server is %s)' % state['degraded']
+    previous = _dict(state.get('previous'))
+    if _dict(previous.get('manifest')).get('source', '') == 'hand-started':
+        compared = 'the hand-started server'
+    else:
+        compared = 'the known-good configuration' if _truth(previous.get('exists')) else 'nothing (no known-good configuration)'
+    return {
+        'cutover': '%s (%s): %s' % (state.get('unit'), state.get('manager'), what),
+        'would_stop': (stopped.get('msg', '') if stopped.get('target_pids') else 'no stray process'),
+        'stray_servers': ['pid %s: %s' % (s.get('main_pid'), _truncate(' '.join(str(a) for a in s.get('argv') or [])))
+                          for s in strays],
+        'compared_with': compared,
+    }
+
+
+def _truncate(text, length=200, end='...'):
+    """Jinja's ``truncate(200, true, '...')`` (with its leeway of 5 characters)."""
+    if len(text) <= length + 5:
+        return text
+    return text[:length - len(end)] + end
+
+
+def cutover_outcome(state, check_mode=False):
+    """The cutover's outcome, computed once and worded once.
+
+    :param state: the ``__cutover`` fact with ``gate``, ``mgr`` and ``stopped`` (see the module's docstring).
+    :param check_mode: bool, the run is ``--check``.
+    :returns: dict ``result`` (``deployed``, ``unchanged``, ``would_adopt``, ``would_start``, ``would_restart``,
+        ``degraded``, ``rolled_back``, ``stopped``, ``failed``), ``failed`` (bool), ``output`` (the declared output
+        ``inferops_sglang_cutover``), ``record`` (the deployment record's outcome line, Markdown), ``text`` (the final
+        message: the report of a healthy host or of check mode, else the failed host's message) and ``plan`` (check
+        mode's lines: ``cutover``, ``would_stop``, ``stray_servers``, ``compared_with``).
+    :raises ValueError: when ``node_rank`` is not an integer.
+    """
+    state = _dict(state)
+    failed = bool(state.get('failure'))
+    result = _result(state, failed, check_mode)
+    return {
+        'result': result,
+        'failed': failed,
+        'output': _output(state, result, failed, check_mode),
+        'record': _record_line(state, result),
+        'text': _message(state, result, failed, check_mode),
+        'plan': _plan(state, result),
+    }

@@ -1,0 +1,262 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The cutover's decisions and outcome (module_utils _plans/cutover.py): every action, result and wording.
+
+The texts were checked equal to the role's former Jinja (vars/main.yml, report.yml, plan.yml, the record template)
+on 4,000 random states; the cases here pin each branch."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.inferops.sglang.plugins.filter.plans import FilterModule
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
+    cutover_decide, cutover_outcome, cutover_replica, live_files)
+
+FILTERS = FilterModule().filters()
+FILTER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..', 'plugins', 'filter')
+
+SCHEDULERS = [{'main_pid': 42, 'members': [{'role': 'scheduler', 'title': 'sglang::scheduler_TP0'}]}]
+SAVED = {'exists': True, 'differ': [], 'manifest': {'source': 'cutover', 'command': ['a'], 'sitecustomize_block': 'B'}}
+RUNNING = {'active': True, 'pid': 42}
+DEGRADED = 'degraded: 1 of 2 scheduler processes are running (sglang::scheduler_TP0)'
+
+
+# ---- cutover_decide ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('mgr, service, cuda_env, known_good, servers, on_degraded, action, degraded, failed, pending', [
+    ({'active': False, 'pid': 0}, {'command': ['a']}, {}, SAVED, [], 'restart', 'start', '', False, False),
+    (RUNNING, {'command': ['a']}, {}, SAVED, [], 'restart', 'none', '', False, False),
+    (RUNNING, {'command': ['a'], 'changed': True}, {}, SAVED, [], 'restart', 'restart', '', False, False),
+    (RUNNING, {'command': ['a']}, {'changed': 'yes'}, SAVED, [], 'restart', 'restart', '', False, False),
+    # pending: the saved configuration's files, command or sitecustomize block differ from what runs now
+    (RUNNING, {'command': ['a']}, {}, dict(SAVED, differ=['/etc/sglang/sglang.env']), [], 'restart', 'restart', '', False, True),
+    (RUNNING, {'command': ['b']}, {}, SAVED, [], 'restart', 'restart', '', False, True),
+    (RUNNING, {'command': ['a']}, {'block': 'C'}, SAVED, [], 'restart', 'restart', '', False, True),
+    (RUNNING, {'command': ['a']}, {'block': 'B'}, SAVED, [], 'restart', 'none', '', False, False),
+    # only the last cutover's own save counts, and only an existing one
+    (RUNNING, {'command': ['b']}, {}, dict(SAVED, manifest={'source': 'hand-started', 'command': ['a']}), [], 'restart',
+     'none', '', False, False),
+    (RUNNING, {'command': ['b']}, {}, dict(SAVED, exists=False), [], 'restart', 'none', '', False, False),
+    # a degraded, unchanged server: restarted, or left with a failure
+    (RUNNING, {'command': ['a'], 'schedulers': 2}, {}, SAVED, SCHEDULERS, 'restart', 'restart', DEGRADED, False, False),
+    (RUNNING, {'command': ['a'], 'schedulers': 2}, {}, SAVED, SCHEDULERS, 'fail', 'none', DEGRADED, True, False),
+    (RUNNING, {'command': ['a'], 'schedulers': 1}, {}, SAVED, SCHEDULERS, 'fail', 'none', '', False, False),
+    # a changed server is not looked at for degradation
+    (RUNNING, {'command': ['a'], 'schedulers': 2, 'changed': True}, {}, SAVED, SCHEDULERS, 'fail', 'restart', '', False,
+     False),
+])
+def test_decide(mgr, service, cuda_env, known_good, servers, on_degraded, action, degraded, failed, pending):
+    decision = cutover_decide(mgr, service, cuda_env, known_good, servers, on_degraded)
+    assert (decision['action'], decision['degraded'], decision['pending']) == (action, degraded, pending)
+    if failed:
+        assert decision['failure'] == ('The running server is %s; cutover_on_degraded is fail, so it was left as it is'
+                                       % DEGRADED)
+        assert decision['failed_task'] == 'Look for a degraded server'
+    else:
+        assert decision['failure'] == decision['failed_task'] == ''
+
+
+@pytest.mark.parametrize('service, env_file', [
+    ({}, {'src': '/etc/sglang/sglang.env', 'mode': '0600', 'owner': 'root', 'group': 'root'}),
+    ({'env_file_owner': 'sglang', 'group': 'gpu', 'env_file': '/e'}, {'src': '/e', 'mode': '0600', 'owner': 'sglang',
+                                                                       'group': 'gpu'}),
+    ({'env_file_owner': 'root', 'group': 'gpu'}, {'src': '/etc/sglang/sglang.env', 'mode': '0600', 'owner': 'root',
+                                                   'group': 'root'}),
+])
+def test_live_files(service, env_file):
+    files = live_files(dict(service, files=[{'src': '/unit'}], secret_files=[{'src': '/s', 'mode': '0600'}]))
+    assert files == [{'src': '/unit'}, env_file, {'src': '/etc/sglang/cuda.env', 'mode': '0644'},
+                     {'src': '/s', 'mode': '0600'}]
+    assert cutover_decide(RUNNING, service, {}, {}, [])['files'] == live_files(service)
+
+
+def test_decide_refuses_a_pid_that_is_no_number():
+    with pytest.raises(AnsibleFilterError, match='^cutover_decide: '):
+        FILTERS['cutover_decide']({'active': True, 'pid': 'x'}, {}, {}, {}, [])
+
+
+# ---- cutover_replica ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('own, ranks, on_degraded, expected', [
+    ({'action': 'none', 'failure': '', 'failed_task': ''},
+     [{'host': 'h1', 'action': 'none'}, {'host': 'h2', 'action': 'none'}], 'restart',
+     {'action': 'none', 'failure': '', 'failed_task': ''}),
+    ({'action': 'none', 'failure': '', 'failed_task': ''},
+     [{'host': 'h1', 'action': 'none'}, {'host': 'h2', 'action': 'restart'}], 'restart',
+     {'action': 'restart', 'failure': '', 'failed_task': ''}),
+    ({'action': 'start', 'failure': '', 'failed_task': ''},
+     [{'host': 'h1', 'action': 'start'}, {'host': 'h2', 'action': 'none'}], 'restart',
+     {'action': 'start', 'failure': '', 'failed_task': ''}),
+    # a rank without a state (it left the play) counts as changed, as before
+    ({'action': 'none', 'failure': '', 'failed_task': ''}, [{'host': 'h1', 'action': 'none'}, {}], 'restart',
+     {'action': 'restart', 'failure': '', 'failed_task': ''}),
+    # cutover_on_degraded=fail: a degraded rank fails every rank
+    ({'action': 'none', 'failure': '', 'failed_task': ''},
+     [{'host': 'h1', 'action': 'none'}, {'host': 'h2', 'action': 'none', 'degraded': DEGRADED}], 'fail',
+     {'action': 'none', 'failed_task': 'Look for a degraded server',
+      'failure': 'A rank of this replica (h2) is degraded; cutover_on_degraded is fail, so the replica was left as it is'}),
+    ({'action': 'none', 'failure': 'own', 'failed_task': 'Look for a degraded server'},
+     [{'host': 'h1', 'action': 'none', 'degraded': DEGRADED}, {'host': 'h2', 'action': 'none', 'degraded': DEGRADED}],
+     'fail', {'action': 'none', 'failure': 'own', 'failed_task': 'Look for a degraded server'}),
+    ({'action': 'none', 'failure': '', 'failed_task': ''},
+     [{'host': 'h1', 'action': 'none'}, {'host': 'h2', 'action': 'none', 'degraded': DEGRADED}], 'restart',
+     {'action': 'none', 'failure': '', 'failed_task': ''}),
+])
+def test_replica(own, ranks, on_degraded, expected):
+    assert cutover_replica(own, ranks, on_degraded) == expected
+
+
+# ---- cutover_outcome ------------------------------------------------------------------------------------------------
+
+def state(**changes):
+    """A state as decide.yml makes it, plus what the outcome is handed (gate, mgr, stopped)."""
+    base = {'host': 'h1', 'action': 'restart', 'degraded': '', 'failure': '', 'failed_task': '', 'rollback_failure': '',
+            'reboot_required': False, 'rolled_back': False, 'router_steps': {}, 'previous': {'exists': False},
+            'unit': 'sglang.service', 'manager': 'systemd', 'url': 'http://127.0.0.1:30000', 'record': '/root/r.md',
+            'node_rank': 0, 'routed': False, 'router_url': '', 'worker_url': 'http://h1:30000', 'on_failure': 'rollback',
+            'command': ['/py', '-m', 'sglang.launch_server', '--api-key', 'k', '--tp', '2'], 'versions': {'sglang': '1'},
+            'gate': {'time_to_healthy': 3.25, 'smoke_latencies': [0.5], 'elapsed': 5.25}, 'mgr': {'pid': 42},
+            'stopped': {}}
+    base.update(changes)
+    return base
+
+
+FAILED = {'failure': 'the gate failed', 'failed_task': 'Gate'}
+
+
+@pytest.mark.parametrize('changes, check_mode, result, record, text', [
+    ({}, False, 'deployed', 'healthy',
+     'sglang.service (systemd) is healthy on http://127.0.0.1:30000 (restarted, ready 5.2 s after the start); '
+     'record: /root/r.md'),
+    ({'action': 'start'}, False, 'deployed', 'healthy',
+     'sglang.service (systemd) is healthy on http://127.0.0.1:30000 (started, ready 5.2 s after the start); '
+     'record: /root/r.md'),
+    ({'action': 'none'}, False, 'unchanged', 'healthy',
+     'sglang.service (systemd) is healthy on http://127.0.0.1:30000 (already running, unchanged); record: /root/r.md'),
+    ({'action': 'start', 'stopped': {'target_pids': [7]}}, True, 'would_adopt', 'healthy',
+     'sglang.service (systemd) on http://127.0.0.1:30000: would adopt (check mode: nothing was stopped, started or '
+     'gated, no deployment record written)'),
+    ({'action': 'start'}, True, 'would_start', 'healthy',
+     'sglang.service (systemd) on http://127.0.0.1:30000: would start (check mode: nothing was stopped, started or '
+     'gated, no deployment record written)'),
+    ({}, True, 'would_restart', 'healthy',
+     'sglang.service (systemd) on http://127.0.0.1:30000: would restart (check mode: nothing was stopped, started or '
+     'gated, no deployment record written)'),
+    ({'action': 'none'}, True, 'unchanged', 'healthy',
+     'sglang.service (systemd) on http://127.0.0.1:30000: unchanged (check mode: nothing was stopped, started or gated)'),
+    (dict(FAILED, rolled_back=True), False, 'rolled_back',
+     'cutover failed; rolled back to the last known-good configuration',
+     "Cutover to sglang.service failed at 'Gate': the gate failed. Rolled back to the last known-good configuration, "
+     "healthy again after 5.2 s.\nRecord: /root/r.md"),
+    (dict(FAILED, on_failure='stop'), False, 'stopped', 'cutover FAILED; the new server was left stopped',
+     "Cutover to sglang.service failed at 'Gate': the gate failed. The new server was left stopped for debugging "
+     "(cutover_on_failure=stop).\nRecord: /root/r.md"),
+    (dict(FAILED, rollback_failure='no unit'), False, 'failed', 'cutover FAILED; the rollback failed too',
+     "Cutover to sglang.service failed at 'Gate': the gate failed. The rollback failed too: no unit\nRecord: /root/r.md"),
+    ({'action': 'none', 'degraded': DEGRADED, 'failure': 'The running server is ...', 'failed_task': 'Look'}, False,
+     'degraded', 'FAILED: the running server is degraded and was left as it is (cutover_on_degraded=fail)',
+     "Cutover to sglang.service failed at 'Look': The running server is .... Nothing was changed.\nRecord: /root/r.md"),
+    (dict(FAILED, reboot_required=True), False, 'failed',
+     "cutover FAILED; a process stuck in the driver holds the GPUs: reboot needed. Neither the new server nor the "
+     "known-good one was started (no rollback start); the known-good configuration's files were put back, so the "
+     "reboot starts it.",
+     "Cutover to sglang.service failed at 'Gate': the gate failed. Nothing was started on the GPUs it holds (no "
+     "rollback start): reboot the host, then run again.\nRecord: /root/r.md"),
+    (dict(FAILED, reboot_required=True, rollback_failure='copy\nfailed'), False, 'failed',
+     "cutover FAILED; a process stuck in the driver holds the GPUs: reboot needed. Neither the new server nor the "
+     "known-good one was started (no rollback start); the known-good configuration's files were put back (that "
+     "failed: copy failed), so the reboot starts it.",
+     "Cutover to sglang.service failed at 'Gate': the gate failed. Nothing was started on the GPUs it holds (no "
+     "rollback start): reboot the host, then run again.\nRecord: /root/r.md"),
+    (dict(FAILED), True, 'failed', 'cutover FAILED; the rollback failed too',
+     "Cutover to sglang.service failed at 'Gate': the gate failed. The new server was left stopped for debugging "
+     "(cutover_on_failure=stop).\nRecord: /root/r.md"),
+])
+def test_outcome_result_record_and_text(changes, check_mode, result, record, text):
+    outcome = cutover_outcome(state(**changes), check_mode)
+    assert (outcome['result'], outcome['record'], outcome['text']) == (result, record, text)
+    assert outcome['output']['result'] == result
+    assert outcome['failed'] is bool(changes.get('failure'))
+
+
+@pytest.mark.parametrize('changes, fields', [
+    ({}, {'time_to_healthy_s': 3.25, 'smoke_latencies': [0.5], 'rolled_back': False, 'degraded': None}),
+    # an unchanged server's check is no start: its figures do not count
+    ({'action': 'none'}, {'time_to_healthy_s': None, 'smoke_latencies': []}),
+    # the known-good server's figures count after a rollback, its time to healthy not (the host failed)
+    (dict(FAILED, action='restart', rolled_back=True),
+     {'time_to_healthy_s': None, 'smoke_latencies': [0.5], 'rolled_back': True, 'failure': 'the gate failed',
+      'failed_task': 'Gate', 'rollback_failure': None, 'reboot_required': False}),
+    ({'degraded': DEGRADED}, {'degraded': DEGRADED}),
+    ({'node_rank': '1'}, {'node_rank': 1}),
+])
+def test_outcome_output_fields(changes, fields):
+    output = cutover_outcome(state(**changes), False)['output']
+    assert dict((key, output[key]) for key in fields) == fields
+    assert ('failure' in output) is bool(changes.get('failure'))
+
+
+def test_outcome_arguments_masked_and_versions():
+    previous = {'exists': True, 'manifest': {'command': ['/py', '--api-key', 'sk-old', '--tp', '1'],
+                                             'record': {'versions': {'sglang': '0'}}}}
+    output = cutover_outcome(state(previous=previous), False)['output']
+    assert output['previous_args'] == {'api-key': '********', 'tp': '1'}
+    assert output['new_args'] == {'api-key': '********', 'tp': '2'}
+    assert output['args_diff']['changed'] == {'tp': {'old': '1', 'new': '2'}}
+    assert (output['versions'], output['previous_versions']) == ({'sglang': '1'}, {'sglang': '0'})
+    assert 'sk-old' not in repr(output) and "'k'" not in repr(output)
+
+
+@pytest.mark.parametrize('changes, router', [
+    ({}, {}),
+    ({'routed': True, 'router_url': 'http://r:30000'},
+     {'url': 'http://r:30000', 'worker_url': 'http://h1:30000', 'removed': False, 'drain': None, 'registered': False}),
+    ({'routed': True, 'router_url': 'http://r', 'router_steps': {'out': {'changed': True, 'drain': {'s': 2}},
+                                                               'in': {'healthy': True}}},
+     {'url': 'http://r', 'worker_url': 'http://h1:30000', 'removed': True, 'drain': {'s': 2}, 'registered': True}),
+    ({'routed': True, 'router_url': 'http://r', 'router_steps': {'check': {'healthy': True}}},
+     {'url': 'http://r', 'worker_url': 'http://h1:30000', 'removed': False, 'drain': None, 'registered': True}),
+])
+def test_outcome_router(changes, router):
+    assert cutover_outcome(state(**changes), False)['output']['router'] == router
+
+
+STRAY = {'main_pid': 7, 'argv': ['python3', '-m', 'sglang.launch_server', '--model-path', 'x' * 300]}
+
+
+@pytest.mark.parametrize('changes, plan', [
+    ({'action': 'start', 'stopped': {'target_pids': [7], 'msg': 'would stop 7', 'strays': [STRAY]},
+      'previous': {'exists': False, 'manifest': {'source': 'hand-started'}}},
+     {'cutover': 'sglang.service (systemd): would adopt', 'would_stop': 'would stop 7',
+      'stray_servers': ['pid 7: ' + ('python3 -m sglang.launch_server --model-path ' + 'x' * 300)[:197] + '...'],
+      'compared_with': 'the hand-started server'}),
+    ({'degraded': DEGRADED, 'previous': {'exists': True}},
+     {'cutover': 'sglang.service (systemd): would restart (the running server is %s)' % DEGRADED,
+      'would_stop': 'no stray process', 'stray_servers': [], 'compared_with': 'the known-good configuration'}),
+    ({'action': 'none'},
+     {'cutover': 'sglang.service (systemd): unchanged, running (pid 42); would only be checked (/health, one chat '
+                 'completion)',
+      'would_stop': 'no stray process', 'stray_servers': [], 'compared_with': 'nothing (no known-good configuration)'}),
+    ({'action': 'none', 'degraded': DEGRADED, 'failure': 'The running server is degraded'},
+     {'cutover': 'sglang.service (systemd): would fail: The running server is degraded',
+      'would_stop': 'no stray process', 'stray_servers': [], 'compared_with': 'nothing (no known-good configuration)'}),
+])
+def test_outcome_plan(changes, plan):
+    assert cutover_outcome(state(**changes), True)['plan'] == plan
+
+
+def test_every_plan_filter_has_its_documentation():
+    assert sorted(FILTERS) == ['cutover_decide', 'cutover_outcome', 'cutover_replica']
+    for name in FILTERS:
+        with open(os.path.join(FILTER_DIR, name + '.yml')) as handle:
+            doc = yaml.safe_load(handle)
+        assert doc['DOCUMENTATION']['name'] == name
+        assert doc['RETURN']['_value']['description'] and doc['EXAMPLES'].strip()
