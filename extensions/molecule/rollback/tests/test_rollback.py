@@ -396,7 +396,9 @@ class TestRollback:
         assert rc == 0, out[-4000:]
         patches = host.file("/opt/patches/sitecustomize.py").content_string
         assert "BEGIN inferops.sglang managed block" in patches and "PATCHED = 1" in patches
-        assert 'PYTHONPATH="/opt/patches"' in host.file("/etc/sglang/sglang.env").content_string
+        # the team's directory first; the collection's log formatter's directory after it (it shadows nothing)
+        assert 'PYTHONPATH="/opt/patches:/usr/local/lib/inferops-sglang/python"' in host.file(
+            "/etc/sglang/sglang.env").content_string
         assert host.run("env -i PATH=/usr/bin:/bin PYTHONPATH=/opt/patches /root/ml-env/bin/python3 -c %s",
                         spawn).stdout.strip() == "/usr/local/cuda-13.0"
         assert health(host) == "200"
