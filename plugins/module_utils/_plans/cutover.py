@@ -146,7 +146,7 @@ def cutover_replica(state, ranks, on_degraded='restart'):
     return {'action': action, 'failure': failure, 'failed_task': failed_task}
 
 
-def _result(state, failed, check_mode):
+def _outcome_word(state, failed, check_mode):
     """The outcome's one word (see ``cutover_outcome``)."""
     action = state.get('action', 'none')
     if failed:
@@ -254,7 +254,7 @@ def _message(state, result, failed, check_mode):
     return '%s is healthy on %s (%s); record: %s' % (where, state.get('url'), how, state.get('record'))
 
 
-def _plan(state, result):
+def _check_mode_lines(state, result):
     """What check mode prints besides the steps: the plan's own lines."""
     action = state.get('action', 'none')
     stopped = _dict(state.get('stopped'))
@@ -303,12 +303,12 @@ def cutover_outcome(state, check_mode=False):
     """
     state = _dict(state)
     failed = bool(state.get('failure'))
-    result = _result(state, failed, check_mode)
+    result = _outcome_word(state, failed, check_mode)
     return {
         'result': result,
         'failed': failed,
         'output': _output(state, result, failed, check_mode),
         'record': _record_line(state, result),
         'text': _message(state, result, failed, check_mode),
-        'plan': _plan(state, result),
+        'plan': _check_mode_lines(state, result),
     }

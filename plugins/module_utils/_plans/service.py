@@ -64,7 +64,7 @@ def _inputs(raw):
                 for key, value in (raw or {}).items())
 
 
-def _result(seen, key):
+def _seen_result(seen, key):
     """A registered result of ``seen`` as a dict: {} when absent, None or skipped."""
     found = (seen or {}).get(key)
     if not hasattr(found, 'get') or found.get('skipped'):
@@ -275,7 +275,7 @@ def service_plan(inputs, facts, seen=None):
     """
     inp = _inputs(inputs)
     facts = facts or {}
-    plan = _plan(inp, facts, seen)
+    plan = _plan_inputs(inp, facts, seen)
     plan['seed'] = _seed(inp, facts, seen) if len(plan['adoptable']) == 1 else {}
     return plan
 
@@ -284,7 +284,7 @@ def _seed(inp, facts, seen):
     """The hand-started server as it runs, rendered as the service (the first known-good configuration): adopted,
     with its own interpreter and PATH (even when this run moves it to a managed SGLang version), and its own
     environment (PATH aside) with the masking log configuration; no problems."""
-    seed = _plan(dict(inp, adopt=True, sglang_version=''), facts, seen)
+    seed = _plan_inputs(dict(inp, adopt=True, sglang_version=''), facts, seen)
     environment = dict((key, value) for key, value in seed['adopted_env'].items() if key != 'PATH')
     seed['environment'] = _sorted(_server_log.server_environment(environment, seed['log_config_file'], LOG_MODULE_DIR,
                                                                  seed['command']))
@@ -292,14 +292,14 @@ def _seed(inp, facts, seen):
     return seed
 
 
-def _plan(inp, facts, seen):
+def _plan_inputs(inp, facts, seen):
     """:func:`service_plan` of the inputs without their prefix."""
     host = inp.get('host') or {}
-    info = _result(seen, 'info')
+    info = _seen_result(seen, 'info')
     plan = {'unit': inp['name'] + '.service', 'replica_hosts': list(host.get('replica_hosts') or []),
             'sglang_marker': SGLANG_MARKER, 'log_module_dir': LOG_MODULE_DIR, 'supervisor_socket': SUPERVISOR_SOCKET}
     plan['user_config_path'] = _relative_to((inp['server_args'] or {}).get('config'), inp['working_directory'])
-    user_config = _content(_result(seen, 'config'), 'config')
+    user_config = _content(_seen_result(seen, 'config'), 'config')
     plan['user_config'] = user_config if user_config is not None else _content(info, 'config')
     server_args = dict(inp['server_args'])
     if inp['topology_defaults']:
@@ -362,7 +362,7 @@ def _plan(inp, facts, seen):
     plan['files'] = _files(inp, plan)
     plan['gpu_device_paths'] = sorted(device.get('path') for device in info.get('gpu_devices') or [])
     plan.update(_identity(inp, plan, info))
-    checked = _result(seen, 'args_checked')
+    checked = _seen_result(seen, 'args_checked')
     plan['env_unread'] = list(checked.get('env_names_unread') or []) if plan['sglang_managed'] else []
     plan['cache_env'], everything, plan['environment'] = _environment(
         inp, plan, facts, adopted_env, host, plan['env_unread'])
@@ -372,7 +372,7 @@ def _plan(inp, facts, seen):
     plan['creates_user'] = bool(inp['user_create']) and plan['user'] != 'root' and not plan['user_exists']
     plan['tp_unusable'] = _nvidia_smi.tp_unusable_reason(facts) or ''
     plan['stray_secrets'] = list(plan['adoptable'][0].get('redacted_args') or []) if len(plan['adoptable']) == 1 else []
-    plan['sglang_installs'] = bool(_result(seen, 'sglang_venv').get('changed')) and plan['sglang_managed']
+    plan['sglang_installs'] = bool(_seen_result(seen, 'sglang_venv').get('changed')) and plan['sglang_managed']
     plan['protected_executables'] = [
         entry.get('executable') for entry in (facts.get('servers') or []) + (facts.get('strays') or [])
         if isinstance(entry.get('executable'), str)] + ([(facts.get('python') or {}).get('executable')]
@@ -617,7 +617,7 @@ def _check_paths(inp, plan, facts, seen):
 def _check_gpu_access(inp, plan, facts, seen):
     if plan['user'] == 'root':
         return ''
-    refused = _sandbox.gpu_device_access(_result(seen, 'info').get('gpu_devices') or [], plan['user'],
+    refused = _sandbox.gpu_device_access(_seen_result(seen, 'info').get('gpu_devices') or [], plan['user'],
                                          plan['user_groups'])
     if not refused:
         return ''
@@ -649,11 +649,11 @@ def _check_version(inp, plan, facts, seen):
 def _check_venv(inp, plan, facts, seen):
     if not plan['sglang_managed']:
         return ''
-    return _text_or_empty(_result(seen, 'sglang_venv').get('conflict'))
+    return _text_or_empty(_seen_result(seen, 'sglang_venv').get('conflict'))
 
 
 def _check_venv_pip(inp, plan, facts, seen):
-    venv_plan = _result(seen, 'sglang_venv')
+    venv_plan = _seen_result(seen, 'sglang_venv')
     if not (plan['sglang_managed'] and venv_plan.get('changed') and venv_plan.get('route') is None):
         return ''
     return ("%s has neither ensurepip nor pip, so the venv %s of %s cannot get a pip. Install %s or python3-pip, or set "
@@ -663,7 +663,7 @@ def _check_venv_pip(inp, plan, facts, seen):
 
 
 def _check_supervisor_pip(inp, plan, facts, seen):
-    venv_plan = _result(seen, 'supervisor_venv')
+    venv_plan = _seen_result(seen, 'supervisor_venv')
     if not (plan['manager'] == 'supervisord' and venv_plan.get('changed') and venv_plan.get('route') is None
             and venv_plan.get('package_manager') is None):
         return ''
@@ -687,7 +687,7 @@ CHECKS = (
 def problems(inp, plan, facts, seen):
     """Every failed check: the host reads' own failures (service_preflight_info's ``failures``: check, message)
     first, then the plan's, in the order of CHECKS."""
-    found = [dict(failure) for failure in _result(seen, 'info').get('failures') or []]
+    found = [dict(failure) for failure in _seen_result(seen, 'info').get('failures') or []]
     for name, check in CHECKS:
         message = check(inp, plan, facts, seen)
         if message:
