@@ -117,11 +117,13 @@ def peer_playbook(host, unit_template, port=PEER_PORT):
         "become": True,
         "vars": {"peer_port": port},
         "tasks": [
-            {"name": "Unit", "ansible.builtin.template": {"src": unit_template, "dest": "/etc/systemd/system/inferops-peer.service",
-                                                        "owner": "root", "group": "root", "mode": "0644"},
+            {"name": "Unit", "ansible.builtin.template": {
+                "src": unit_template, "dest": "/etc/systemd/system/inferops-peer.service",
+                "owner": "root", "group": "root", "mode": "0644"},
              "register": "peer_unit"},
-            {"name": "Started", "ansible.builtin.systemd": {"name": "inferops-peer.service", "state": "started", "enabled": True,
-                                                           "daemon_reload": "{{ peer_unit is changed }}"}},
+            {"name": "Started", "ansible.builtin.systemd": {
+                "name": "inferops-peer.service", "state": "started", "enabled": True,
+                "daemon_reload": "{{ peer_unit is changed }}"}},
             {"name": "Health", "ansible.builtin.uri": {"url": "http://127.0.0.1:{{ peer_port }}/health"},
              "register": "peer_health", "until": "peer_health.status == 200", "retries": 30, "delay": 1},
         ],

@@ -366,7 +366,8 @@ def redact_env(env):
 # The shapes a log line shows a setting in: ``name='value'`` / ``name = value`` (a Python repr, as in
 # ``server_args=ServerArgs(...)``), ``'name': value`` (a dict repr, 0.5.23's ``server_args={...}``, JSON),
 # ``name: value`` (YAML, HTTP headers), ``--flag value`` / ``--flag=value`` (a command line), ``'--flag', 'value'`` (an
-# argv list repr) and ``Bearer TOKEN``; ``#new-token: 6`` (SGLang's batch statistics) is no setting. A value is a quoted string (``b'...'`` too), a bracketed list, dict or tuple one
+# argv list repr) and ``Bearer TOKEN``; ``#new-token: 6`` (SGLang's batch statistics) is no setting. A value is a
+# quoted string (``b'...'`` too), a bracketed list, dict or tuple one
 # level deep, a call such as ``SecretStr('...')``, or a bare word, which ends where another setting or a URL query part
 # could start (``(`` ``[`` ``{`` ``=`` ``&`` ``?`` ``,`` ``;``), so that ``server_args=ServerArgs(api_key='x')`` is read
 # as ``server_args=ServerArgs`` and then ``api_key='x'``. Every alternative starts with a different character, which

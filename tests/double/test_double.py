@@ -1390,3 +1390,18 @@ def test_thinking_model_splits_reasoning_as_sglang_serving_chat(servers):
     assert choice["message"]["content"] == "<think>The user" and choice["message"]["reasoning_content"] is None
     choice, dummy = chat(plain, max_tokens=8)
     assert choice["message"]["content"] == "Hello from the SGLang test double." and choice["message"]["reasoning_content"] is None
+
+
+def test_thinking_model_streams_reasoning_then_content(servers):
+    server = servers("--reasoning-parser", "kimi_k2")
+    server.wait_ready()
+    for budget, content in ((8, ""), (64, "Hello from the SGLang test double.")):
+        status, body = server.request("POST", "/v1/chat/completions", body={
+            "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": budget, "stream": True})
+        assert status == 200, body
+        chunks = [json.loads(line[len(b"data: "):]) for line in body.split(b"\n\n")
+                  if line.startswith(b"data: {")]
+        deltas = [chunk["choices"][0]["delta"] for chunk in chunks]
+        assert deltas[0]["reasoning_content"].startswith("The user wants")
+        assert "".join(d.get("content") or "" for d in deltas) == content
+        assert chunks[-1]["choices"][0]["finish_reason"] == ("length" if budget == 8 else "stop")

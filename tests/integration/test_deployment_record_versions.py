@@ -1,6 +1,7 @@
 """The deployment record's versions (issue 15, item 3): the cutover role's template rendered by a real ansible-playbook
 with the role's own vars/main.yml, the cutover's state as decide.yml makes it (versions: the deployed_versions filter)
-and its outcome (the cutover_outcome filter), the host facts and the previous known-good manifest stood in for. The molecule scenarios render it on a real host."""
+and its outcome (the cutover_outcome filter), the host facts and the previous known-good manifest stood in for. The
+molecule scenarios render it on a real host."""
 
 import json
 import os
@@ -35,15 +36,16 @@ def render(tmp_path, service, previous):
     (tmp_path / "vars.json").write_text(json.dumps(variables))
     book = [{"name": "Render the record", "hosts": "localhost", "gather_facts": False,
              "vars_files": [os.path.join(ROLE, "vars", "main.yml")],
-             "tasks": [{"name": "The state and its outcome", "ansible.builtin.set_fact": {"__cutover": (
-                 "{{ __cutover_state | combine({'versions': cutover_service.command | inferops.sglang.deployed_versions("
-                 "_cutover_facts, cutover_service.sglang | default({}))}) }}")}},
-                       {"name": "Outcome", "ansible.builtin.set_fact": {"__cutover": (
-                           "{{ __cutover | combine({'outcome': __cutover | inferops.sglang.cutover_outcome(false)}) }}")}},
-                       {"name": "Render", "ansible.builtin.copy": {
-                 "dest": str(out), "mode": "0600",
-                 "content": "{{ lookup('ansible.builtin.template', '%s') }}" % os.path.join(
-                     ROLE, "templates", "deployment_record.md.j2")}}]}]
+             "tasks": [
+                 {"name": "The state and its outcome", "ansible.builtin.set_fact": {"__cutover": (
+                     "{{ __cutover_state | combine({'versions': cutover_service.command | inferops.sglang.deployed_versions("
+                     "_cutover_facts, cutover_service.sglang | default({}))}) }}")}},
+                 {"name": "Outcome", "ansible.builtin.set_fact": {"__cutover": (
+                     "{{ __cutover | combine({'outcome': __cutover | inferops.sglang.cutover_outcome(false)}) }}")}},
+                 {"name": "Render", "ansible.builtin.copy": {
+                     "dest": str(out), "mode": "0600",
+                     "content": "{{ lookup('ansible.builtin.template', '%s') }}" % os.path.join(
+                         ROLE, "templates", "deployment_record.md.j2")}}]}]
     (tmp_path / "play.yml").write_text(json.dumps(book))
     env = dict((name, value) for name, value in os.environ.items()
                if not name.startswith("ANSIBLE_") or name == "ANSIBLE_COLLECTIONS_PATH")

@@ -189,8 +189,8 @@ def _environment(inp, plan, facts, adopted_env, host, unread):
     everything = dict(wanted)
     everything.update(no_proxy_env(wanted, [host.get('name'), host.get('address') or '']))
     kept = dict((key, value) for key, value in everything.items() if key not in unread)
-    return cache_env, everything, _sorted(_server_log.server_environment(kept, plan['log_config_file'], LOG_MODULE_DIR,
-                                                                        plan['command']))
+    environment = _server_log.server_environment(kept, plan['log_config_file'], LOG_MODULE_DIR, plan['command'])
+    return cache_env, everything, _sorted(environment)
 
 
 def _sorted(environment):
@@ -245,7 +245,7 @@ def _sandbox_of(inp, plan, facts):
     sandbox, problem = [], ''
     if inp['sandbox']:
         try:
-                sandbox = _sandbox.sandbox_directives(
+            sandbox = _sandbox.sandbox_directives(
                 (facts.get('init') or {}).get('systemd_version'), [plan['command'][0]] + plan['model_paths'], write_paths,
                 inp['device_policy'], device_allow, inp['journal_filter_patterns'], capabilities,
                 inp['address_families'], bool(inp['user_create']) and plan['user'] != 'root')
@@ -373,10 +373,10 @@ def _plan_inputs(inp, facts, seen):
     plan['tp_unusable'] = _nvidia_smi.tp_unusable_reason(facts) or ''
     plan['stray_secrets'] = list(plan['adoptable'][0].get('redacted_args') or []) if len(plan['adoptable']) == 1 else []
     plan['sglang_installs'] = bool(_seen_result(seen, 'sglang_venv').get('changed')) and plan['sglang_managed']
+    own_python = (facts.get('python') or {}).get('executable')
     plan['protected_executables'] = [
         entry.get('executable') for entry in (facts.get('servers') or []) + (facts.get('strays') or [])
-        if isinstance(entry.get('executable'), str)] + ([(facts.get('python') or {}).get('executable')]
-                                                         if (facts.get('python') or {}).get('executable') else [])
+        if isinstance(entry.get('executable'), str)] + ([own_python] if own_python else [])
     plan['output'] = output(inp, plan, facts)
     plan['problems'] = problems(inp, plan, facts, seen)
     return plan
@@ -433,9 +433,9 @@ def _check_init(inp, plan, facts, seen):
     init = facts.get('init') or {}
     if plan['manager'] != 'systemd' or init.get('system') == 'systemd':
         return ''
+    found = 'exists' if init.get('systemd_booted') else 'is missing'
     return ('service_manager is systemd but PID 1 on this host is %s, not systemd (/run/systemd/system %s). Set '
-            'service_manager to auto or supervisord.' % (init.get('pid1'), 'exists' if init.get('systemd_booted')
-                                                           else 'is missing'))
+            'service_manager to auto or supervisord.' % (init.get('pid1'), found))
 
 
 def _check_replica(inp, plan, facts, seen):

@@ -14,8 +14,6 @@ import os
 import pytest
 import yaml
 
-from ansible.errors import AnsibleFilterError
-from ansible_collections.inferops.sglang.plugins.filter.service_plan import FilterModule
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import service
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.service import service_plan
 
@@ -127,8 +125,6 @@ def test_port_and_scheme_from_the_config_file_and_tls():
 def test_a_non_integer_port_is_refused():
     with pytest.raises(ValueError):
         service_plan(inputs(server_args={'model-path': '/m', 'port': 'x'}), facts())
-    with pytest.raises(AnsibleFilterError, match='^service_plan: '):
-        FilterModule().filters()['service_plan'](inputs(server_args={'model-path': '/m', 'port': 'x'}), facts())
 
 
 def test_topology_defaults_and_replica_args():

@@ -582,18 +582,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         obj = "chat.completion.chunk" if chat else "text_completion"
         pieces = [text] if reasoning is not None else CANNED_TOKENS[:n]
-        if reasoning:
-            emit({"choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": reasoning},
-                               "logprobs": None, "finish_reason": None}], "usage": None})
-        if reasoning is not None and not text:
-            pieces = []
-            emit({"choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}], "usage": None})
 
         def emit(payload: Dict[str, Any]) -> None:
             base = {"id": rid, "object": obj, "created": int(time.time()), "model": model}
             base.update(payload)
             self.wfile.write(b"data: " + json.dumps(base).encode() + b"\n\n")
 
+        if reasoning:
+            emit({"choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": reasoning},
+                               "logprobs": None, "finish_reason": None}], "usage": None})
+        if reasoning is not None and not text:
+            pieces = []
+            emit({"choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}], "usage": None})
         for i, piece in enumerate(pieces):
             last = i == len(pieces) - 1
             if chat:
