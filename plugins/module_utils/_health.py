@@ -153,16 +153,16 @@ def model_id(models_body, fallback='default'):
         return fallback
 
 
-def chat_request(model, prompt, max_tokens):
-    """Body of a small deterministic ``POST /v1/chat/completions`` request (bytes)."""
-    body = {
-        'model': model,
-        'messages': [{'role': 'user', 'content': prompt}],
-        'max_tokens': max_tokens,
-        'temperature': 0,
-        'stream': False,
-    }
-    return json.dumps(body).encode('utf-8')
+def chat_request(model, prompt, max_tokens, extra=None):
+    """Body of a small deterministic ``POST /v1/chat/completions`` request (bytes).
+
+    :param extra: dict of more body fields (``chat_template_kwargs``, ``separate_reasoning``...); they win over the
+        defaults except ``model``, ``messages`` and ``stream``, which the gate needs as they are.
+    """
+    body = {'max_tokens': max_tokens, 'temperature': 0}
+    body.update(extra or {})
+    body.update({'model': model, 'messages': [{'role': 'user', 'content': prompt}], 'stream': False})
+    return json.dumps(body, sort_keys=True).encode('utf-8')
 
 
 def check_chat_response(status, body):

@@ -124,9 +124,17 @@ options:
     type: str
     default: Reply with one word.
   smoke_max_tokens:
-    description: C(max_tokens) of each smoke request.
+    description:
+      - C(max_tokens) of each smoke request. A thinking model (C(--reasoning-parser)) may spend it all on its reasoning;
+        that counts as generation (C(reasoning_content), or completion tokens with C(finish_reason) C(length)).
     type: int
     default: 8
+  smoke_extra_body:
+    description:
+      - More fields of each smoke request's body, such as C(chat_template_kwargs) with C(thinking) false, which turns
+        a Kimi-K2.5 model's thinking off. C(model), C(messages) and C(stream) cannot be changed.
+    type: dict
+    default: {}
   api_key:
     description:
       - The server's C(--api-key), sent in the header C(Authorization) as C(Bearer <key>) on every request of the
@@ -448,7 +456,7 @@ class Gate(object):
         model = _health.model_id(models.body if models.status == 200 else '')
         latencies = []
         for number in range(self.p['smoke_requests']):
-            body = _health.chat_request(model, self.p['smoke_prompt'], self.p['smoke_max_tokens'])
+            body = _health.chat_request(model, self.p['smoke_prompt'], self.p['smoke_max_tokens'], self.p['smoke_extra_body'])
             answer = self.http('/v1/chat/completions', self.p['smoke_timeout'], body)
             ok, why, dummy = _health.check_chat_response(answer.status, answer.body)
             if not ok:
@@ -549,6 +557,7 @@ def main():
             smoke_timeout=dict(type='float', default=60),
             smoke_prompt=dict(type='str', default='Reply with one word.'),
             smoke_max_tokens=dict(type='int', default=8, no_log=False),
+            smoke_extra_body=dict(type='dict', default={}),
             api_key=dict(type='str', no_log=True),
             schedulers=dict(type='int', default=0),
             log_lines=dict(type='int', default=40),
