@@ -63,8 +63,8 @@ def test_chat_request_is_small_and_deterministic():
     body = json.loads(_health.chat_request("m", "hi", 8))
     assert body["max_tokens"] == 8 and body["temperature"] == 0 and body["stream"] is False
     assert body["messages"] == [{"role": "user", "content": "hi"}]
-    extra = json.loads(_health.chat_request("m", "hi", 64, {"chat_template_kwargs": {"thinking": False},
-                                                             "stream": True, "model": "x", "temperature": 0.5}))
+    more = {"chat_template_kwargs": {"thinking": False}, "stream": True, "model": "x", "temperature": 0.5}
+    extra = json.loads(_health.chat_request("m", "hi", 64, more))
     assert extra["chat_template_kwargs"] == {"thinking": False} and extra["max_tokens"] == 64
     assert extra["stream"] is False and extra["model"] == "m" and extra["temperature"] == 0.5
 
