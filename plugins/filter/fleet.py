@@ -16,20 +16,13 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _fleet
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import fleet, urls
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
-
-
-def _hostvar(hostvars, host, name, default=None):
-    try:
-        value = hostvars[host].get(name, default)
-    except (KeyError, AttributeError):
-        return default
-    return default if value is None else value
 
 
 def rollout_plan(hosts, hostvars, batches=None, canary=''):
     """``groups['sglang_servers'] | inferops.sglang.rollout_plan(hostvars, ['1', '25%'], '')``."""
-    replica_of = dict((h, _hostvar(hostvars, h, 'service_replica_group', '')) for h in hosts)
+    replica_of = fleet.replica_groups(hosts, hostvars)
     try:
         return _fleet.plan(list(hosts), replica_of, batches, canary or '')
     except ValueError as exc:
@@ -59,10 +52,10 @@ def fleet_summary_rows(order, batches, hostvars):
     results = {}
     failures = {}
     for host in order:
-        summary = _hostvar(hostvars, host, 'inferops_sglang_cutover')
+        summary = host_var(hostvars, host, 'inferops_sglang_cutover')
         if summary:
             results[host] = summary
-        failure = _hostvar(hostvars, host, 'inferops_sglang_failure')
+        failure = host_var(hostvars, host, 'inferops_sglang_failure')
         if failure:
             failures[host] = failure
     return _fleet.summary_rows(list(order), list(batches), results, failures)

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.sglang.plugins.filter.fleet import _hostvar
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 from ansible_collections.inferops.sglang.plugins.module_utils import _operations
 
 
@@ -30,11 +30,11 @@ def fleet_status_rows(hosts, hostvars, now):
     """
     data = {}
     for host in hosts:
-        facts = _hostvar(hostvars, host, 'ansible_facts', {}) or {}
+        facts = host_var(hostvars, host, 'ansible_facts', {}) or {}
         data[host] = {
             'facts': facts.get('inferops_sglang') or {},
-            'known_good': _hostvar(hostvars, host, 'inferops_sglang_known_good', {}),
-            'probe': _hostvar(hostvars, host, 'inferops_sglang_cutover_status', {}),
+            'known_good': host_var(hostvars, host, 'inferops_sglang_known_good', {}),
+            'probe': host_var(hostvars, host, 'inferops_sglang_cutover_status', {}),
         }
     try:
         return _operations.status_rows(list(hosts), data, float(now))

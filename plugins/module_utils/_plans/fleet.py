@@ -15,18 +15,12 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _fleet
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 
 
-def _replica_groups(hosts, hostvars):
+def replica_groups(hosts, hostvars):
     """dict host -> its ``service_replica_group`` ('' for a single-node server)."""
-    groups = {}
-    for host in hosts:
-        try:
-            group = hostvars[host].get('service_replica_group', '')
-        except (KeyError, AttributeError):
-            group = ''
-        groups[host] = group or ''
-    return groups
+    return dict((host, host_var(hostvars, host, 'service_replica_group', '') or '') for host in hosts)
 
 
 def fleet_plan(inputs, hostvars):
@@ -66,7 +60,7 @@ def fleet_plan(inputs, hostvars):
     chosen = inputs.get('selected')
     selected = [name for name in hosts if chosen is None or name in chosen]
     try:
-        plan = _fleet.plan(selected, _replica_groups(selected, hostvars), batches, canary if canary in selected else '')
+        plan = _fleet.plan(selected, replica_groups(selected, hostvars), batches, canary if canary in selected else '')
     except ValueError as exc:
         return {'plan': None, 'problems': ['The rollout cannot be planned: %s.' % exc]}
     return {'plan': plan, 'problems': []}

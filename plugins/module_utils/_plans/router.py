@@ -18,6 +18,7 @@ __metaclass__ = type
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _http, _secrets
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import urls
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import args_to_argv
 
 POLICIES = ('random', 'round_robin', 'cache_aware', 'power_of_two', 'manual')
@@ -107,10 +108,7 @@ def _own_server_port(p, hostvars):
     name = p.get('name')
     if name is None or name not in (p.get('worker_hosts') or []):
         return None
-    try:
-        args = hostvars[name].get('service_server_args') or {}
-    except (KeyError, AttributeError, TypeError):
-        args = {}
+    args = host_var(hostvars, name, 'service_server_args', {}) or {}
     return urls.server_endpoint(args, (p.get('worker_configs') or {}).get(name))['port']
 
 

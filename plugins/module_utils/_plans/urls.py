@@ -26,6 +26,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _http
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
 
 # SGLang's --port default (server_args.py), and the router's (sglang_router launch_router).
@@ -100,22 +101,13 @@ def worker_url(host, port=DEFAULT_PORT, scheme='http', url=''):
     return '%s://%s' % (scheme, _http.host_port(host, port))
 
 
-def _host_value(hostvars, host, name, default=None):
-    """``hostvars[host][name]``, ``default`` when missing or None."""
-    try:
-        value = hostvars[host].get(name, default)
-    except (KeyError, AttributeError):
-        return default
-    return default if value is None else value
-
-
 def server_worker_url(host, hostvars, configs=None):
     """``worker_url`` of one server from the inventory: its ``inferops_sglang_worker_url``, else its inventory name
     with ``server_endpoint`` of its ``service_server_args`` and its ``--config`` text (``configs[host]``, read on the
     host by the caller; missing: the flags and the default only)."""
-    args = _host_value(hostvars, host, 'service_server_args', {}) or {}
+    args = host_var(hostvars, host, 'service_server_args', {}) or {}
     endpoint = server_endpoint(args, (configs or {}).get(host))
-    return worker_url(host, endpoint['port'], endpoint['scheme'], _host_value(hostvars, host, 'inferops_sglang_worker_url', ''))
+    return worker_url(host, endpoint['port'], endpoint['scheme'], host_var(hostvars, host, 'inferops_sglang_worker_url', ''))
 
 
 def worker_urls(hosts, hostvars, configs=None):
@@ -132,12 +124,12 @@ def worker_urls(hosts, hostvars, configs=None):
     seen_groups = set()
     urls = []
     for host in hosts:
-        group = _host_value(hostvars, host, 'service_replica_group', '')
+        group = host_var(hostvars, host, 'service_replica_group', '')
         if group:
             if group in seen_groups:
                 continue
             seen_groups.add(group)
-            members = (_host_value(hostvars, host, 'groups', {}) or {}).get(group) or [host]
+            members = (host_var(hostvars, host, 'groups', {}) or {}).get(group) or [host]
             host = members[0]
         try:
             urls.append(server_worker_url(host, hostvars, configs))
@@ -158,17 +150,17 @@ def worker_config_paths(hosts, hostvars):
     """
     reads = []
     for host in hosts:
-        args = _host_value(hostvars, host, 'service_server_args', {}) or {}
+        args = host_var(hostvars, host, 'service_server_args', {}) or {}
         path = cmdline.config_values(dict(args)).get('--config') if hasattr(args, 'items') else None
         if not _set(path):
             continue
         path = str(path)
         if not path.startswith('/'):
-            workdir = _host_value(hostvars, host, 'service_working_directory', '')
+            workdir = host_var(hostvars, host, 'service_working_directory', '')
             if not workdir:
-                user = _host_value(hostvars, host, 'service_user', 'root')
+                user = host_var(hostvars, host, 'service_user', 'root')
                 workdir = '/root' if user == 'root' else (
-                    _host_value(hostvars, host, 'service_cache_dir', '') or '/var/cache/sglang')
+                    host_var(hostvars, host, 'service_cache_dir', '') or '/var/cache/sglang')
             path = '%s/%s' % (str(workdir).rstrip('/'), path)
         reads.append({'host': host, 'path': path})
     return reads
@@ -190,6 +182,6 @@ def router_url(hosts, hostvars):
     if not hosts:
         return ''
     host = hosts[0]
-    address = _host_value(hostvars, host, 'ansible_host', host) or host
-    port = _host_value(hostvars, host, 'router_port', DEFAULT_PORT)
-    return worker_url(address, port, router_scheme(_host_value(hostvars, host, 'router_args', {}) or {}))
+    address = host_var(hostvars, host, 'ansible_host', host) or host
+    port = host_var(hostvars, host, 'router_port', DEFAULT_PORT)
+    return worker_url(address, port, router_scheme(host_var(hostvars, host, 'router_args', {}) or {}))
