@@ -79,6 +79,11 @@ def _server_log_config(args, config=None):
     return _server_log.logging_config(cmdline.log_level(args, config))
 
 
+def _server_log_environment(environment, config_path, module_dir, command=None):
+    """``_server_log.server_environment``, nothing added when the command's interpreter ignores PYTHONPATH."""
+    return _server_log.server_environment(environment, config_path, module_dir, cmdline.ignores_pythonpath(command))
+
+
 class FilterModule(object):
     """The collection's rules, for roles."""
 
@@ -107,6 +112,6 @@ class FilterModule(object):
             'versions_change': as_filter(_versions.versions_change, 'versions_change'),
             'sglang_requirement': as_filter(_sglang_venvs.sglang_requirement, 'sglang_requirement'),
             'server_log_config': as_filter(_server_log_config, 'server_log_config'),
-            'server_log_environment': as_filter(_server_log.server_environment, 'server_log_environment'),
+            'server_log_environment': as_filter(_server_log_environment, 'server_log_environment'),
             'model_tp_problems': as_filter(_model_config.tp_problems, 'model_tp_problems'),
         }

@@ -53,8 +53,6 @@ SECRETS_MODULE_NAME = 'inferops_sglang_secrets'
 # with '_' for ' ': sglang::scheduler_DP0_TP3.
 _RANK_PART_RE = re.compile(r'_((?:ATTN_CP|MOE_DP|DP|PP|TP|EP)\d+)(?=_|$)')
 _SCHEDULER_TITLE_RE = re.compile(r'^sglang::scheduler((?:_(?:ATTN_CP|MOE_DP|DP|PP|TP|EP)\d+)*)$')
-# Interpreter options that make Python ignore PYTHONPATH (and every PYTHON* variable): -E, -I (3.4), -P does not.
-_IGNORES_ENVIRONMENT = frozenset('EI')
 
 
 def rank_prefix(title):
@@ -111,29 +109,6 @@ def level_name(log_level):
     return name
 
 
-def ignores_environment(command):
-    """Whether the server's interpreter is told to ignore PYTHONPATH (``-E``, ``-I``, alone or among other short
-    options, before ``-m`` / ``-c`` / the script); then the formatter cannot be imported, and no logging
-    configuration may be given.
-
-    :param command: list of str, the server's command line (interpreter first), or None.
-    :returns: bool.
-    """
-    for word in list(command or [])[1:]:
-        word = str(word)
-        if not word.startswith('-') or word.startswith('--') or word == '-':
-            return False
-        options = word[1:]
-        for option in options:
-            if option in _IGNORES_ENVIRONMENT:
-                return True
-            if option in 'cmWX':  # the rest of the word is the option's value; -c and -m end the options
-                if option in 'cm':
-                    return False
-                break
-    return False
-
-
 class MaskingStreamHandler(logging.StreamHandler):
     """``logging.StreamHandler`` whose report of a logging error is masked too: ``Handler.handleError`` prints the
     record's raw message and arguments to stderr (a malformed logging call carrying a key would show it)."""
@@ -171,7 +146,7 @@ def logging_config(log_level='info'):
     }
 
 
-def server_environment(environment, config_path, module_dir, command=None):
+def server_environment(environment, config_path, module_dir, ignores_pythonpath=False):
     """The server's environment with this logging set up: ``SGLANG_LOGGING_CONFIG_PATH`` and ``module_dir`` last on
     ``PYTHONPATH`` (after the user's and the adopted server's entries, so it shadows nothing).
 
@@ -179,15 +154,16 @@ def server_environment(environment, config_path, module_dir, command=None):
     :param config_path: str, absolute path of the JSON file of :func:`logging_config`.
     :param module_dir: str, absolute path of the directory holding ``inferops_sglang_log.py`` and
         ``inferops_sglang_secrets.py``.
-    :param command: list of str, the server's command line; when its interpreter ignores PYTHONPATH
-        (:func:`ignores_environment`: ``-E``, ``-I``), ``environment`` is returned as it is (SGLang's own logging).
+    :param ignores_pythonpath: bool, whether the server's interpreter ignores PYTHONPATH (``-E``, ``-I``:
+        ``cmdline.ignores_pythonpath``); then ``environment`` is returned as it is (SGLang's own logging), since the
+        formatter could not be imported.
     :returns: a new dict, these two names last (in this order, wherever the input had them: a converged run, whose
         facts read the running server's PYTHONPATH, writes the same file as the first). A ``SGLANG_LOGGING_CONFIG_PATH``
         in ``environment`` other than ``config_path`` (the user's own logging) is kept, and then PYTHONPATH is left as it
         was: the user's configuration decides what is masked.
     """
     result = dict(environment)
-    if result.get('SGLANG_LOGGING_CONFIG_PATH') not in (None, '', config_path) or ignores_environment(command):
+    if result.get('SGLANG_LOGGING_CONFIG_PATH') not in (None, '', config_path) or ignores_pythonpath:
         return result
     result.pop('SGLANG_LOGGING_CONFIG_PATH', None)
     entries = [entry for entry in str(result.pop('PYTHONPATH', None) or '').split(':') if entry]

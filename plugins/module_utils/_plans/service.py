@@ -189,7 +189,8 @@ def _environment(inp, plan, facts, adopted_env, host, unread):
     everything = dict(wanted)
     everything.update(no_proxy_env(wanted, [host.get('name'), host.get('address') or '']))
     kept = dict((key, value) for key, value in everything.items() if key not in unread)
-    environment = _server_log.server_environment(kept, plan['log_config_file'], LOG_MODULE_DIR, plan['command'])
+    environment = _server_log.server_environment(kept, plan['log_config_file'], LOG_MODULE_DIR,
+                                                 cmdline.ignores_pythonpath(plan['command']))
     return cache_env, everything, _sorted(environment)
 
 
@@ -287,7 +288,7 @@ def _seed(inp, facts, seen):
     seed = _plan_inputs(dict(inp, adopt=True, sglang_version=''), facts, seen)
     environment = dict((key, value) for key, value in seed['adopted_env'].items() if key != 'PATH')
     seed['environment'] = _sorted(_server_log.server_environment(environment, seed['log_config_file'], LOG_MODULE_DIR,
-                                                                 seed['command']))
+                                                                 cmdline.ignores_pythonpath(seed['command'])))
     del seed['problems']
     return seed
 

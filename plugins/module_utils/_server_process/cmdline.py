@@ -104,12 +104,13 @@ def parse_python_argv(argv):
 
     Returns None when argv[0] is not a Python interpreter, else a dict with ``interpreter`` and one
     of ``module`` (-m), ``code`` (-c), ``script`` (first positional argument; '-' is stdin), plus
-    ``args`` (what the program sees in sys.argv[1:]). Options may be combined (``-um mod``) and
+    ``args`` (what the program sees in sys.argv[1:]) and ``flags`` (the interpreter's one-letter options without a
+    value, in order: ``'uE'`` for ``-u -E``). Options may be combined (``-um mod``) and
     option values attached (``-msglang.launch_server``), as CPython allows.
     """
     if not argv or not is_python_interpreter(argv[0]):
         return None
-    result = {'interpreter': argv[0], 'module': None, 'code': None, 'script': None, 'args': []}
+    result = {'interpreter': argv[0], 'module': None, 'code': None, 'script': None, 'args': [], 'flags': ''}
     i = 1
     n = len(argv)
     while i < n:
@@ -150,6 +151,7 @@ def parse_python_argv(argv):
                         result['args'] = rest
                         return result
                     break  # -W / -X: skip the value
+                result['flags'] += opt
                 j += 1
             i += 2 if consumed_next else 1
             continue
@@ -158,6 +160,13 @@ def parse_python_argv(argv):
         result['script'] = argv[i]
         result['args'] = argv[i + 1:]
     return result
+
+
+def ignores_pythonpath(argv):
+    """Whether a command line's Python interpreter ignores PYTHONPATH (and every PYTHON* variable): ``-E`` or ``-I``
+    (3.4) among its options (:func:`parse_python_argv`). False for anything that is not a Python interpreter."""
+    parsed = parse_python_argv([str(word) for word in argv or []])
+    return parsed is not None and bool(set(parsed['flags']) & set('EI'))
 
 
 class Classification(object):

@@ -22,7 +22,7 @@ import textwrap
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _server_log
-from ansible_collections.inferops.sglang.plugins.module_utils._server_process.cmdline import log_level
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process.cmdline import ignores_pythonpath, log_level
 
 MODULE_UTILS = os.path.dirname(_server_log.__file__)
 
@@ -68,8 +68,8 @@ def test_logging_config_levels_and_shape():
     (None, False),
 ])
 def test_ignores_environment(command, ignores):
-    assert _server_log.ignores_environment(command) is ignores
-    env = _server_log.server_environment({'A': '1'}, '/c.json', '/m', command)
+    assert ignores_pythonpath(command) is ignores
+    env = _server_log.server_environment({'A': '1'}, '/c.json', '/m', ignores_pythonpath(command))
     assert ('SGLANG_LOGGING_CONFIG_PATH' not in env) is ignores
 
 

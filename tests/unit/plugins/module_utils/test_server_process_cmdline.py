@@ -26,6 +26,7 @@ PY = '/root/ml-env/bin/python3'
     ([PY, '-msglang.launch_server', '--port=1'], {'module': 'sglang.launch_server', 'args': ['--port=1']}),
     ([PY, '-u', '-X', 'faulthandler', '-W', 'ignore', '-m', 'x.y'], {'module': 'x.y', 'args': []}),
     ([PY, '-uBm', 'x.y', 'a'], {'module': 'x.y', 'args': ['a']}),
+    ([PY, '-uE', '-X', 'importtime', '-I', '-m', 'x'], {'module': 'x', 'flags': 'uEI'}),
     ([PY, '-Wignore', '-m', 'x.y'], {'module': 'x.y', 'args': []}),
     ([PY, '--check-hash-based-pycs', 'never', '-m', 'x'], {'module': 'x', 'args': []}),
     ([PY, '-c', 'import time; time.sleep(60)', 'launch_server.py'],
