@@ -30,7 +30,9 @@ description:
   - B(GPU faults) as data, for the pre-flights to decide on (filter P(inferops.sglang.gpu_blockers#filter)) - the
     B(MIG) mode of each GPU and its MIG devices, B(lost) GPUs (named by C(nvidia-smi) as unreachable, or known to
     the kernel driver but not listed), and a structured B(error) when C(nvidia-smi) cannot start NVML (for example
-    a driver/library version mismatch after a driver update without a reboot).
+    a driver/library version mismatch after a driver update without a reboot), and each GPU's B(health) from
+    C(nvidia-smi -q -x) - the NVSwitch B(fabric) state, the driver's B(recovery action), pending or failed row
+    remaps, uncorrectable ECC errors, persistence mode - and B(Fabric Manager)'s version and unit state.
   - B(CUDA toolkits) under O(cuda_roots) and the one C(CUDA_HOME) should name.
   - B(Listening TCP sockets) with the process that owns each, from C(/proc/net/tcp) and C(/proc/net/tcp6).
   - Existing systemd B(unit files) matching O(unit_glob), and B(supervisord) programs.
@@ -473,6 +475,76 @@ ansible_facts:
                 uuid:
                   description: The MIG device's UUID (what C(CUDA_VISIBLE_DEVICES) takes).
                   type: str
+            persistence_mode:
+              description: C(persistence_mode) of C(nvidia-smi -q -x); null where not reported (as for each key below).
+              type: str
+              sample: Enabled
+            recovery_action:
+              description: The driver's verdict, C(gpu_recovery_action) of C(nvidia-smi -q -x) (drivers R550 and later);
+                anything but V(None) blocks a start (filter P(inferops.sglang.gpu_blockers#filter)).
+              type: str
+              sample: None
+            remapped_rows_pending:
+              description: A row remap waits for a GPU reset (C(remapped_rows/remapped_row_pending); Ampere and later).
+              type: bool
+            remapped_rows_failure:
+              description: A row remap failed (C(remapped_rows/remapped_row_failure)); the GPU needs replacing.
+              type: bool
+            retired_pages_pending:
+              description: A page retirement waits for a GPU reset (C(retired_pages/pending_retirement); before Ampere).
+              type: bool
+            ecc_uncorrectable_volatile:
+              description: Uncorrectable ECC errors since the driver loaded, every volatile counter the driver prints
+                summed (C(sram_uncorrectable_*), C(dram_uncorrectable), or C(double_bit/total) on older drivers).
+              type: int
+              sample: 0
+            fabric_state:
+              description: The NVSwitch fabric's state for this GPU (C(fabric/state); R525 and later); null without
+                NVSwitch.
+              type: str
+              choices: [Not Started, In Progress, Completed]
+            fabric_status:
+              description: The fabric set-up's result (C(fabric/status)), V(Success) or the error.
+              type: str
+        fabric:
+          description: The host's NVSwitch fabric, from the GPUs' C(fabric_state) and C(fabric_status).
+          type: dict
+          returned: always
+          contains:
+            state:
+              description: V(none) (no GPU reports a fabric), V(ready) (all Completed/Success), V(not_ready),
+                V(failed).
+              type: str
+            gpus:
+              description: Indexes of the GPUs whose fabric is not ready or failed.
+              type: list
+              elements: str
+        fabric_manager:
+          description: NVIDIA Fabric Manager (C(nv-fabricmanager --version)) and the units
+            C(nvidia-fabricmanager.service) and C(nvidia-persistenced.service) (C(systemctl show); null states
+            where PID 1 is not systemd).
+          type: dict
+          returned: always
+          contains:
+            installed:
+              description: C(nv-fabricmanager) is on the host or its unit is loaded.
+              type: bool
+            version:
+              description: Fabric Manager's version; it must equal the driver's.
+              type: str
+              sample: 580.159.04
+            load_state:
+              description: C(LoadState) of C(nvidia-fabricmanager.service) (V(not-found) where it is not installed).
+              type: str
+            active_state:
+              description: C(ActiveState) of C(nvidia-fabricmanager.service).
+              type: str
+            persistenced_load_state:
+              description: C(LoadState) of C(nvidia-persistenced.service).
+              type: str
+            persistenced_active_state:
+              description: C(ActiveState) of C(nvidia-persistenced.service).
+              type: str
         lost_gpus:
           description:
             - GPUs that are lost (fallen off the bus, Xid 79) - those C(nvidia-smi) names in a line
@@ -532,8 +604,9 @@ ansible_facts:
           returned: always
           sample: 580.159.04
         cuda_driver_version:
-          description: The highest CUDA version the driver supports (C(CUDA Version) in the plain C(nvidia-smi)
-            header, else from C(nvidia-smi -q)); not the toolkit version. Null without GPUs.
+          description: The highest CUDA version the driver supports (C(cuda_version) of C(nvidia-smi -q -x), else
+            C(CUDA Version) in the plain C(nvidia-smi) header, else from C(nvidia-smi -q)); not the toolkit version.
+            Null without GPUs.
           type: str
           returned: always
           sample: '13.0'
@@ -898,6 +971,7 @@ class HostFacts(object):
             'nvidia_smi': None,
             'lost_gpus': [],
             'gpu_error': None,
+            'fabric': {'state': 'none', 'gpus': []},
         }
         driver_dir = driver_dir or os.path.join(PROC, 'driver', 'nvidia')
         smi = self.module.get_bin_path(nvidia_smi, opt_dirs=['/usr/local/nvidia/bin'])
@@ -936,10 +1010,23 @@ class HostFacts(object):
             return facts
         facts['driver_version'] = gpus[0].get('driver_version')
 
-        rc, out, err = self.run([smi])
-        cuda = _nvidia_smi.parse_cuda_version_from_smi(out) if rc == 0 else None
-        if facts['driver_version'] is None and rc == 0:
-            facts['driver_version'] = _nvidia_smi.parse_driver_version_from_smi(out)
+        # The full query as XML: the GPUs' health (fabric, recovery action, row remaps, ECC, persistence) and the
+        # driver's CUDA version; drivers whose XML lacks an element leave its key None.
+        rc, out, err = self.run([smi] + _nvidia_smi.query_xml_args())
+        health = _nvidia_smi.parse_query_xml(out) if rc == 0 else None
+        if health is None:
+            self.module.warn('%s -q -x failed (rc=%s): %s; the GPUs\' health (fabric, recovery action, ECC) is unknown.'
+                             % (smi, rc, _nvidia_smi.smi_failure_message(out + '\n' + err)))
+        _nvidia_smi.add_gpu_health(gpus, health)
+        facts['fabric'] = _nvidia_smi.fabric_summary(gpus)
+        cuda = (health or {}).get('cuda_version')
+        if facts['driver_version'] is None:
+            facts['driver_version'] = (health or {}).get('driver_version')
+        if cuda is None:
+            rc, out, err = self.run([smi])
+            cuda = _nvidia_smi.parse_cuda_version_from_smi(out) if rc == 0 else None
+            if facts['driver_version'] is None and rc == 0:
+                facts['driver_version'] = _nvidia_smi.parse_driver_version_from_smi(out)
         if cuda is None:
             rc, out, err = self.run([smi, '-q'])
             if rc == 0:
@@ -1041,6 +1128,30 @@ class HostFacts(object):
             entry['user'] = _procfs.user_name(entry.get('uid'))
         listeners.sort(key=lambda e: (e['port'], e['proto'], e['host']))
         return listeners
+
+    # ---- NVSwitch: Fabric Manager and the persistence daemon ---------------------------------
+    def fabric_manager(self, init_system):
+        """Fabric Manager's unit state and version, and the persistence daemon's unit (NVIDIA's unit names)."""
+        facts = {'installed': False, 'version': None, 'load_state': None, 'active_state': None,
+                 'persistenced_load_state': None, 'persistenced_active_state': None}
+        binary = self.module.get_bin_path('nv-fabricmanager', opt_dirs=['/usr/bin', '/usr/sbin'])
+        if binary:
+            facts['installed'] = True
+            rc, out, err = self.run([binary, '--version'])
+            facts['version'] = _nvidia_smi.parse_fabric_manager_version(out + '\n' + err) if rc == 0 else None
+        systemctl = self.module.get_bin_path('systemctl')
+        if init_system != 'systemd' or not systemctl:
+            return facts
+        names = [_nvidia_smi.FABRIC_MANAGER_UNIT, _nvidia_smi.PERSISTENCED_UNIT]
+        rc, out, dummy = self.run([systemctl, 'show', '--property=Id,LoadState,ActiveState'] + names)
+        blocks = _supervisors.parse_systemctl_show_units(out) if rc == 0 else []
+        if len(blocks) == len(names):
+            fabric, persistenced = blocks
+            facts['load_state'], facts['active_state'] = fabric.get('LoadState'), fabric.get('ActiveState')
+            facts['persistenced_load_state'] = persistenced.get('LoadState')
+            facts['persistenced_active_state'] = persistenced.get('ActiveState')
+            facts['installed'] = facts['installed'] or facts['load_state'] == 'loaded'
+        return facts
 
     # ---- units and supervisord --------------------------------------------------------------
     def units(self, init_system, pattern):
@@ -1175,6 +1286,7 @@ def main():
     facts['cuda'] = cuda.result()
     facts['listeners'] = host.listeners()
     facts['units'] = host.units(facts['init']['system'], p['unit_glob'])
+    facts['fabric_manager'] = host.fabric_manager(facts['init']['system'])
     facts['supervisor'] = host.supervisor(p['unit_glob'])
 
     facts.update(found)

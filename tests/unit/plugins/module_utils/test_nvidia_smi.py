@@ -535,3 +535,165 @@ def test_gpu_count_and_other_errors_follow_the_check():
         _nvidia_smi.gpu_blockers(['not facts'], 1)
     with pytest.raises(ValueError):
         _nvidia_smi.gpu_blockers({}, 'x')
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU health from nvidia-smi -q -x (C39, C40, C41): the real H200 capture, and the same capture with one fault each
+
+def h200_xml(**replace):
+    """The captured H200 x2 XML with elements replaced: {old: new} on the first GPU's block only."""
+    text = fixture('h200x2', 'nvidia_smi_q.xml')
+    first, sep, rest = text.partition('</gpu>')
+    for old, new in replace.items():
+        assert old in first, old
+        first = first.replace(old, new, 1)
+    return first + sep + rest
+
+
+def health_facts(xml, torch_cuda=None, manager=None):
+    parsed = _nvidia_smi.parse_query_xml(xml)
+    gpus = [{'index': str(i), 'pci_bus_id': bus} for i, bus in enumerate(sorted(parsed['gpus']))]
+    _nvidia_smi.add_gpu_health(gpus, parsed)
+    return {'gpus': gpus, 'gpu_count': len(gpus), 'lost_gpus': [], 'gpu_error': None,
+            'driver_version': parsed['driver_version'], 'cuda_driver_version': parsed['cuda_version'],
+            'python': {'torch_cuda_version': torch_cuda}, 'fabric_manager': manager or {}}
+
+
+def test_query_xml_of_a_real_h200():
+    parsed = _nvidia_smi.parse_query_xml(fixture('h200x2', 'nvidia_smi_q.xml'))
+    assert parsed['driver_version'] == '580.159.04' and parsed['cuda_version'] == '13.0'
+    assert sorted(parsed['gpus']) == ['0000:00:06.0', '0000:00:07.0']
+    assert parsed['gpus']['0000:00:06.0'] == {
+        'persistence_mode': 'Enabled', 'recovery_action': 'None', 'remapped_rows_pending': False,
+        'remapped_rows_failure': False, 'retired_pages_pending': None, 'ecc_uncorrectable_volatile': 0,
+        'fabric_state': 'Completed', 'fabric_status': 'Success'}
+    facts = health_facts(fixture('h200x2', 'nvidia_smi_q.xml'), torch_cuda='13.0')
+    assert _nvidia_smi.fabric_summary(facts['gpus']) == {'state': 'ready', 'gpus': []}
+    assert _nvidia_smi.gpu_blockers(facts, 2) == []
+
+
+@pytest.mark.parametrize('text', ['', 'Failed to initialize NVML: Unknown Error\n', '<other/>', '<nvidia_smi_log>'])
+def test_query_xml_that_is_not_nvidia_smi_xml(text):
+    assert _nvidia_smi.parse_query_xml(text) is None
+    gpus = [{'index': '0', 'pci_bus_id': '00000000:00:06.0'}]
+    _nvidia_smi.add_gpu_health(gpus, None)
+    assert all(gpus[0][key] is None for key in _nvidia_smi.HEALTH_KEYS)
+    assert _nvidia_smi.fabric_summary(gpus)['state'] == 'none'
+
+
+def test_old_driver_xml_without_health_elements():
+    """A driver before R525 prints none of fabric, gpu_recovery_action, remapped_rows: unknown, not a blocker."""
+    xml = ('<nvidia_smi_log><driver_version>470.239.06</driver_version><cuda_version>11.4</cuda_version>'
+           '<gpu id="00000000:3B:00.0"><ecc_errors><volatile><double_bit><total>0</total></double_bit></volatile>'
+           '</ecc_errors><retired_pages><pending_retirement>No</pending_retirement></retired_pages></gpu>'
+           '</nvidia_smi_log>')
+    parsed = _nvidia_smi.parse_query_xml(xml)
+    assert parsed['gpus']['0000:3B:00.0'] == {
+        'persistence_mode': None, 'recovery_action': None, 'remapped_rows_pending': None,
+        'remapped_rows_failure': None, 'retired_pages_pending': False, 'ecc_uncorrectable_volatile': 0,
+        'fabric_state': None, 'fabric_status': None}
+    assert _nvidia_smi.gpu_blockers(health_facts(xml), 1) == []
+
+
+@pytest.mark.parametrize('replace, says', [
+    ({'<state>Completed</state>': '<state>In Progress</state>', '<status>Success</status>': '<status>N/A</status>'},
+     'GPU 0: State: In Progress'),
+    ({'<status>Success</status>': '<status>Failure</status>'}, 'GPU 0: State: Completed, Status: Failure'),
+    ({'<state>Completed</state>': '<state>Not Started</state>'}, 'GPU 0: State: Not Started'),
+])
+@pytest.mark.parametrize('require', [True, False])
+def test_c39_fabric_not_ready_blocks(replace, says, require):
+    """C39: Fabric In Progress (or Completed with a failure), the Fabric Manager unit inactive: refused, with what to do."""
+    facts = health_facts(h200_xml(**replace), manager={'active_state': 'inactive', 'version': None})
+    blockers = _nvidia_smi.gpu_blockers(facts, 2, require, 'service_require_gpus')
+    assert kinds(blockers) == ['fabric']
+    message = blockers[0]['message']
+    assert says in message and 'nvidia-fabricmanager.service: inactive' in message
+    assert 'Start nvidia-fabricmanager' in message and 'Fabric State: Completed' in message
+    assert 'left as it is' in message and not any(word in message for word in NEVER)
+    running = _nvidia_smi.gpu_blockers(dict(facts, fabric_manager={'active_state': 'active'}), 2)
+    assert "journalctl -u nvidia-fabricmanager" in running[0]['message']
+
+
+def test_every_gpu_of_a_fabric_in_progress_is_named_once():
+    xml = fixture('h200x2', 'nvidia_smi_q.xml').replace('<state>Completed</state>', '<state>In Progress</state>')
+    blockers = _nvidia_smi.gpu_blockers(health_facts(xml), 2)
+    assert 'GPUs 0, 1: State: In Progress' in blockers[0]['message']
+
+
+def test_c39_fabric_manager_of_another_version_blocks():
+    facts = health_facts(fixture('h200x2', 'nvidia_smi_q.xml'), manager={'active_state': 'active', 'version': '580.65.06'})
+    blockers = _nvidia_smi.gpu_blockers(facts, 2)
+    assert kinds(blockers) == ['fabric']
+    assert 'Fabric Manager 580.65.06 differs from the NVIDIA driver 580.159.04' in blockers[0]['message']
+    same = dict(facts, fabric_manager={'active_state': 'active', 'version': '580.159.04'})
+    assert _nvidia_smi.gpu_blockers(same, 2) == []
+
+
+@pytest.mark.parametrize('replace, why, advice', [
+    ({'<gpu_recovery_action>None</gpu_recovery_action>': '<gpu_recovery_action>Reset</gpu_recovery_action>'},
+     'GPU Recovery Action: Reset', 'nvidia-smi -r -i 0'),
+    ({'<gpu_recovery_action>None</gpu_recovery_action>': '<gpu_recovery_action>Reboot</gpu_recovery_action>'},
+     'GPU Recovery Action: Reboot', 'reboot the host'),
+    ({'<gpu_recovery_action>None</gpu_recovery_action>': '<gpu_recovery_action>Drain and Reset</gpu_recovery_action>'},
+     'GPU Recovery Action: Drain and Reset', 'drain it'),
+    ({'<gpu_recovery_action>None</gpu_recovery_action>': '<gpu_recovery_action>Drain P2P</gpu_recovery_action>'},
+     'GPU Recovery Action: Drain P2P', 'peer-to-peer'),
+    ({'<remapped_row_pending>No</remapped_row_pending>': '<remapped_row_pending>Yes</remapped_row_pending>'},
+     'a row remap is pending', 'nvidia-smi -r -i 0'),
+    ({'<remapped_row_failure>No</remapped_row_failure>': '<remapped_row_failure>Yes</remapped_row_failure>'},
+     'a row remap failed', 'replaced'),
+    ({'<dram_uncorrectable>0</dram_uncorrectable>': '<dram_uncorrectable>2</dram_uncorrectable>'},
+     '2 uncorrectable ECC error(s)', 'nvidia-smi -r -i 0'),
+])
+@pytest.mark.parametrize('require', [True, False])
+def test_c40_gpu_needing_recovery_blocks(replace, why, advice, require):
+    """C40: a GPU whose recovery action is Reset (or pending remapped rows, volatile uncorrectable ECC) is refused,
+    naming the GPU and what to do; only that GPU."""
+    facts = health_facts(h200_xml(**replace))
+    blockers = _nvidia_smi.gpu_blockers(facts, 2, require, 'service_require_gpus')
+    assert kinds(blockers) == ['gpu_recovery']
+    message = blockers[0]['message']
+    assert message.startswith('GPU 0 (0000:00:06.0) needs recovery: ' + why)
+    assert advice in message and not any(word in message for word in NEVER)
+
+
+def test_aggregate_ecc_alone_does_not_block():
+    """Uncorrectable errors of earlier driver loads (aggregate) were handled then; only volatile ones block."""
+    text = fixture('h200x2', 'nvidia_smi_q.xml')
+    aggregate = text.index('<aggregate>')
+    later = text[aggregate:].replace('<dram_uncorrectable>0</dram_uncorrectable>', '<dram_uncorrectable>5</dram_uncorrectable>', 1)
+    text = text[:aggregate] + later
+    assert _nvidia_smi.gpu_blockers(health_facts(text), 2) == []
+
+
+@pytest.mark.parametrize('torch_cuda, driver_cuda, driver, blocked', [
+    ('13.0', '12.8', '570.124.06', True),      # C41
+    ('12.9', '12.8', '570.124.06', False),     # minor version compatibility
+    ('12.8', '13.0', '580.159.04', False),
+    ('13.0', '13.0', '580.159.04', False),
+    (None, '12.8', '570.124.06', False),       # no torch in the interpreter: nothing to say
+    ('13.0', None, None, False),               # no GPU facts
+    ('twelve', '12.8', None, False),
+])
+def test_c41_torch_cuda_above_the_driver(torch_cuda, driver_cuda, driver, blocked):
+    message = _nvidia_smi.cuda_runtime_blocker(torch_cuda, driver_cuda, driver)
+    assert bool(message) == blocked
+    if blocked:
+        assert message.startswith("torch in the server's interpreter is built for CUDA 13.0, which needs a driver "
+                                  "that supports CUDA 13.x (>= 580.65.06); this host's driver 570.124.06 supports "
+                                  "CUDA 12.8.")
+        assert '+cu128' in message
+        facts = health_facts(fixture('h200x2', 'nvidia_smi_q.xml'), torch_cuda=torch_cuda)
+        facts.update(cuda_driver_version=driver_cuda, driver_version=driver)
+        assert kinds(_nvidia_smi.gpu_blockers(facts, 2, False)) == ['cuda_runtime']
+
+
+@pytest.mark.parametrize('text, version', [
+    ('Fabric Manager version is : 580.65.06\n', '580.65.06'),
+    ('Fabric Manager version is: 535.104.05', '535.104.05'),
+    ('nv-fabricmanager: unknown option', None),
+    ('', None),
+])
+def test_fabric_manager_version(text, version):
+    assert _nvidia_smi.parse_fabric_manager_version(text) == version

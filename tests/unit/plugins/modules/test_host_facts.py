@@ -27,7 +27,7 @@ COLLECTIONS_PATH = os.environ.get('ANSIBLE_COLLECTIONS_PATH') or os.path.abspath
 
 FACT_KEYS = {'init', 'python', 'gpus', 'gpu_count', 'driver_version', 'cuda_driver_version', 'interconnect',
              'topology', 'gpu_processes', 'nvidia_smi', 'cuda', 'listeners', 'units', 'supervisor',
-             'servers', 'strays', 'foreign', 'endpoint', 'lost_gpus', 'gpu_error'}
+             'servers', 'strays', 'foreign', 'endpoint', 'lost_gpus', 'gpu_error', 'fabric', 'fabric_manager'}
 INIT_KEYS = {'system', 'pid1', 'pid1_cmdline', 'systemd_booted', 'systemd_version', 'container', 'cron_running',
              'cron'}
 CRON_KEYS = {'daemon', 'reads_cron_d', 'crontabs_dir', 'reboot_marker', 'reboot_marker_exists', 'reboot_marker_persists'}
@@ -35,7 +35,9 @@ PYTHON_KEYS = {'executable', 'exists', 'version', 'prefix', 'base_prefix', 'is_v
                'sitecustomize', 'sglang_version', 'torch_version', 'torch_cuda_version', 'pythonpath', 'pythonpath_from'}
 SITECUSTOMIZE_KEYS = {'imported', 'path', 'realpath', 'is_link', 'candidate', 'error'}
 GPU_KEYS = {'index', 'name', 'uuid', 'memory_total_mib', 'memory_used_mib', 'compute_cap', 'driver_version',
-            'pci_bus_id', 'mig_mode', 'mig_devices'}
+            'pci_bus_id', 'mig_mode', 'mig_devices', 'persistence_mode', 'recovery_action', 'remapped_rows_pending',
+            'remapped_rows_failure', 'retired_pages_pending', 'ecc_uncorrectable_volatile', 'fabric_state',
+            'fabric_status'}
 LISTENER_KEYS = {'proto', 'host', 'port', 'inode', 'pid', 'process', 'uid', 'user'}
 TOOLKIT_KEYS = {'path', 'realpath', 'version', 'nvcc', 'ptxas'}
 
@@ -503,6 +505,25 @@ def test_healthy_host_reports_mig_disabled(monkeypatch, capsys, tmp_path):
     assert all(g['mig_devices'] == [] for g in facts['gpus'])
     assert facts['lost_gpus'] == [] and facts['gpu_error'] is None
     assert facts['interconnect'] == 'nvlink'
+
+
+def test_c39_c40_gpu_health_is_a_fact(monkeypatch, capsys, tmp_path):
+    (tmp_path / 'faults').mkdir()
+    """C39/C40 through the module: the stand-in's fabric In Progress and GPU 3's recovery action are facts, and the
+    one rule (gpu_blockers) refuses on them; a healthy H200 host reports every GPU's health and a ready fabric."""
+    facts, warnings = standin_facts(monkeypatch, capsys, tmp_path, {})
+    assert facts['fabric'] == {'state': 'ready', 'gpus': []}
+    assert [g['recovery_action'] for g in facts['gpus']] == ['None'] * 8
+    assert facts['gpus'][0]['persistence_mode'] == 'Enabled' and facts['gpus'][0]['ecc_uncorrectable_volatile'] == 0
+    assert facts['cuda_driver_version'] == '13.0' and facts['driver_version'] == '580.159.04'
+    assert set(facts['fabric_manager']) == {'installed', 'version', 'load_state', 'active_state',
+                                            'persistenced_load_state', 'persistenced_active_state'}
+    assert _nvidia_smi.gpu_blockers(facts, 8) == []
+    facts, warnings = standin_facts(monkeypatch, capsys, tmp_path / 'faults', {
+        'fabric_state': 'In Progress', 'fabric_status': 'N/A', 'gpu_health': {'3': {'recovery_action': 'Reset'}}})
+    assert facts['fabric']['state'] == 'not_ready' and len(facts['fabric']['gpus']) == 8
+    assert facts['gpus'][3]['recovery_action'] == 'Reset'
+    assert [b['kind'] for b in _nvidia_smi.gpu_blockers(facts, 8)] == ['fabric', 'gpu_recovery']
 
 
 @pytest.mark.parametrize('rc', [15, 0])
