@@ -263,8 +263,13 @@ gpu_release:
         C(gpu_devices)).
       type: list
       elements: dict
+    memory_figures:
+      description: With C(nvidia-smi), whether it gave a C(memory.used) figure for any GPU; when not (C([N/A]) in
+        some containers and vGPU guests) the wait followed only the stopped pids and a warning says so. Null
+        otherwise.
+      type: bool
   sample: {"waited": true, "method": "nvidia-smi", "seconds": 2.1, "gpus": [{"index": 0, "memory_used_mib": 0}],
-           "compute_apps": [], "holders": []}
+           "compute_apps": [], "holders": [], "memory_figures": true}
 stuck:
   description:
     - The processes SIGKILL could not end (still there O(kill_timeout) seconds after it), read after that wait;

@@ -159,7 +159,7 @@ def absent(params, run_command=None, nvidia_smi=None, check_mode=False, want_dif
         'target_pids': sorted(t.pid for t in targets),
         'stopped': [],
         'gpu_release': {'waited': False, 'method': None, 'seconds': 0.0, 'gpus': [], 'compute_apps': [],
-                        'holders': []},
+                        'holders': [], 'memory_figures': None},
         'port_release': {'waited': False, 'seconds': 0.0, 'endpoints': []},
         'stuck': [],
         'reboot_required': False,
@@ -223,7 +223,13 @@ def absent(params, run_command=None, nvidia_smi=None, check_mode=False, want_dif
             released, seconds, state = wait_gpu_release_nvidia_smi(run_command, nvidia_smi, target_pids, threshold,
                                                                    timeout, clock=clock, sleep=sleep)
             result['gpu_release'].update(waited=True, method='nvidia-smi', seconds=seconds,
-                                         gpus=state['gpus'], compute_apps=state['compute_apps'])
+                                         gpus=state['gpus'], compute_apps=state['compute_apps'],
+                                         memory_figures=state['memory_figures'])
+            if released and not state['memory_figures']:
+                result.setdefault('warnings', []).append(
+                    'nvidia-smi gave no memory.used figure for any GPU ([N/A]): the GPU release wait followed only the '
+                    'stopped pids in its compute process list, so the driver may still be freeing their memory. Check '
+                    'nvidia-smi before starting a server that needs all of it.')
         else:
             released, seconds, state = wait_gpu_release_devices(source, glob, baseline, timeout,
                                                                 protected=found.protected, clock=clock, sleep=sleep)

@@ -68,10 +68,13 @@ def wait_gpu_release_nvidia_smi(run_command, nvidia_smi, stopped_pids, threshold
     """Poll nvidia-smi until no stopped pid is a compute app and every GPU is under the threshold.
 
     ``run_command(argv) -> (rc, stdout, stderr)``. Returns (released, seconds, state) where state
-    has the last readings: compute_apps, gpus, stopped_pids_listed, gpus_over_threshold, error.
+    has the last readings: compute_apps, gpus, stopped_pids_listed, gpus_over_threshold, error, and memory_figures
+    (bool: whether nvidia-smi gave a ``memory.used`` figure for any GPU; without one - ``[N/A]`` in some containers
+    and vGPU guests - the wait follows only the pid list, and the memory may still be held when it ends).
     """
     start = clock()
-    state = {'compute_apps': [], 'gpus': [], 'stopped_pids_listed': [], 'gpus_over_threshold': [], 'error': None}
+    state = {'compute_apps': [], 'gpus': [], 'stopped_pids_listed': [], 'gpus_over_threshold': [], 'error': None,
+             'memory_figures': False}
     while True:
         rc1, out1, err1 = run_command([nvidia_smi] + compute_apps_args(RELEASE_APPS_FIELDS))
         rc2, out2, err2 = run_command([nvidia_smi] + query_gpu_args(RELEASE_GPU_FIELDS))
@@ -79,6 +82,7 @@ def wait_gpu_release_nvidia_smi(run_command, nvidia_smi, stopped_pids, threshold
             state['compute_apps'] = parse_compute_apps(out1, RELEASE_APPS_FIELDS)
             state['gpus'] = parse_gpu_memory(out2, RELEASE_GPU_FIELDS)
             state.update(gpu_release_state(state['compute_apps'], state['gpus'], stopped_pids, threshold_mib))
+            state['memory_figures'] = any(gpu.get('memory_used_mib') is not None for gpu in state['gpus'])
             state['error'] = None
             if not state['stopped_pids_listed'] and not state['gpus_over_threshold']:
                 return True, round(clock() - start, 2), state

@@ -116,7 +116,7 @@ def test_absent_nvidia_smi_released(proc, monkeypatch):
     result = absent(proc, {}, run_command=run_command, nvidia_smi='/usr/bin/nvidia-smi')
     assert result['gpu_release'] == {'waited': True, 'method': 'nvidia-smi', 'seconds': 0.5,
                                      'gpus': [{'index': 0, 'memory_used_mib': 0, 'uuid': 'GPU-0'}], 'compute_apps': [],
-                                     'holders': []}
+                                     'holders': [], 'memory_figures': True}
     assert len(calls) == 4
 
 
@@ -290,3 +290,13 @@ def test_absent_stops_only_proven_strays(proc, monkeypatch):
         assert (proc.root / str(pid)).exists()
     info = module.info({}, source=proc.source(), self_pid=SELF)
     assert [f['pid'] for f in info['foreign']] == [700] and [u['pid'] for u in info['unproven']] == [320]
+
+
+def test_absent_nvidia_smi_without_memory_figures_warns(proc, monkeypatch):
+    """Issue 28: the release wait says it followed only the pid list when nvidia-smi gives no memory figure."""
+    add_reference_server(proc, main=100)
+    monkeypatch.setattr(module, 'stop_targets', fake_stop(proc))
+    run_command, calls = fake_smi([('', '0, [N/A], GPU-0\n')])
+    result = absent(proc, {}, run_command=run_command, nvidia_smi='/usr/bin/nvidia-smi')
+    assert result['gpu_release']['memory_figures'] is False
+    assert 'followed only the stopped pids' in ' '.join(result['warnings'])

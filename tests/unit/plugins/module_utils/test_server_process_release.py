@@ -62,6 +62,19 @@ def test_wait_gpu_release_nvidia_smi_releases():
     assert calls[1] == ['/usr/bin/nvidia-smi', '--query-gpu=index,memory.used,uuid', '--format=csv,noheader,nounits']
 
 
+def test_wait_gpu_release_without_memory_figures_says_so():
+    """Issue 28: nvidia-smi without memory figures ([N/A]) - the wait ends on the pid list alone and reports that it
+    had no figure, for the module's warning."""
+    run_command, _calls = fake_smi([('568, [N/A], G0\n', '0, [N/A], G0\n'), ('', '0, [N/A], G0\n')])
+    clock = FakeClock()
+    released, _seconds, state = release.wait_gpu_release_nvidia_smi(run_command, 'nvidia-smi', {568}, 1024, 60,
+                                                                    clock=clock, sleep=clock.sleep)
+    assert released and state['memory_figures'] is False
+    run_command, _calls = fake_smi([('', '0, 3, G0\n')])
+    assert release.wait_gpu_release_nvidia_smi(run_command, 'nvidia-smi', {568}, 1024, 60, clock=clock,
+                                               sleep=clock.sleep)[2]['memory_figures'] is True
+
+
 def test_wait_gpu_release_nvidia_smi_times_out():
     run_command, _calls = fake_smi([('568, 4334, G0\n777, 100, G0\n', '0, 4343, G0\n')])
     clock = FakeClock()
