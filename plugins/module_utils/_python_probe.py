@@ -57,6 +57,22 @@ try:
     m = sys.modules.get("sitecustomize")
     r["sitecustomize_imported"] = m is not None
     r["sitecustomize_path"] = getattr(m, "__file__", None) if m is not None else None
+    if m is None:
+        # site.py drops a sitecustomize that raised: find the file it tried (the first on sys.path, as the import
+        # does; the '' entry of -c comes after site ran) and compile it - never run it - for a syntax error's line
+        for d in sys.path:
+            c = os.path.join(d, "sitecustomize.py") if d else None
+            if c and os.path.isfile(c):
+                r["sitecustomize_failed_path"] = c
+                try:
+                    with open(c, "rb") as f:
+                        compile(f.read(), c, "exec")
+                except SyntaxError as e:
+                    r["sitecustomize_failed_line"] = e.lineno
+                    r["sitecustomize_failed_error"] = "%s: %s" % (type(e).__name__, e.msg)
+                except Exception:
+                    pass
+                break
     r["stdlib"] = sysconfig.get_paths()["stdlib"]
     try:
         from importlib import metadata as md
@@ -216,12 +232,35 @@ def spawn_env_missing(stdout, expected):
     return sorted(name for name, value in expected.items() if seen.get(name) != str(value))
 
 
-def sitecustomize_error(stderr):
-    """The 'Error in sitecustomize' report site.py writes to stderr when sitecustomize raises,
-    with the exception line that follows it; None when there is none."""
+def sitecustomize_error(stderr, probe=None):
+    """Why the interpreter's sitecustomize failed at start-up, naming its file (and line, for a syntax error).
+
+    :param stderr: str, the probe's standard error: site.py writes 'Error in sitecustomize; set PYTHONVERBOSE for
+        traceback:' and the exception's line there when sitecustomize raises.
+    :param probe: the dict :data:`PYTHON_PROBE` printed, or None: its ``sitecustomize_failed_path`` (the file the
+        import tried), ``sitecustomize_failed_line`` and ``sitecustomize_failed_error`` (a syntax error found by
+        compiling the file, never running it).
+    :returns: None when nothing failed; else str, e.g. '/usr/lib/python3.11/sitecustomize.py line 18: SyntaxError:
+        invalid syntax (Error in sitecustomize; set PYTHONVERBOSE for traceback: SyntaxError: invalid syntax
+        (sitecustomize.py, line 18))'.
+    """
+    probe = probe or {}
     lines = (stderr or '').splitlines()
+    reported = None
     for i, line in enumerate(lines):
         if 'Error in sitecustomize' in line:
             rest = [x.strip() for x in lines[i + 1:] if x.strip()]
-            return line.strip() + ((' ' + rest[-1]) if rest else '')
-    return None
+            reported = line.strip() + ((' ' + rest[-1]) if rest else '')
+            break
+    path = probe.get('sitecustomize_failed_path')
+    if reported is None and probe.get('sitecustomize_failed_error') is None:
+        return None
+    said = probe.get('sitecustomize_failed_error')
+    if not path:
+        return reported or said
+    where = path
+    if probe.get('sitecustomize_failed_line'):
+        where += ' line %s' % probe['sitecustomize_failed_line']
+    if said and reported:
+        return '%s: %s (%s)' % (where, said, reported)
+    return '%s: %s' % (where, said or reported)

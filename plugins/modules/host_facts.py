@@ -348,7 +348,8 @@ ansible_facts:
                   type: bool
                   returned: always
                 path:
-                  description: Its C(__file__); null when none was imported.
+                  description: Its C(__file__); where importing it failed (C(error)), the file the import tried (the
+                    first C(sitecustomize.py) on C(sys.path)); null when there is none.
                   type: str
                   returned: always
                   sample: /usr/lib/python3.12/sitecustomize.py
@@ -373,8 +374,12 @@ ansible_facts:
                   returned: always
                   sample: /root/ml-env/lib/python3.12/site-packages/sitecustomize.py
                 error:
-                  description: The C(Error in sitecustomize) report when importing it raised (then
-                    C(imported) is false and nothing it sets reaches the server); null otherwise.
+                  description: Why importing it failed (then C(imported) is false and nothing it sets reaches the
+                    server) - its file, the line of a syntax error (found by compiling the file, never running it)
+                    and site.py's C(Error in sitecustomize) report; null otherwise.
+                  sample: "/usr/lib/python3.11/sitecustomize.py line 18: SyntaxError: invalid syntax (Error in
+                    sitecustomize; set PYTHONVERBOSE for traceback: SyntaxError: invalid syntax (sitecustomize.py,
+                    line 18))"
                   type: str
                   returned: always
             pythonpath:
@@ -953,7 +958,13 @@ class HostFacts(object):
             sc['realpath'] = os.path.realpath(sc_path)
             sc['is_link'] = os.path.islink(sc_path)
         sc['candidate'] = _python_probe.sitecustomize_candidate(probe)
-        sc['error'] = _python_probe.sitecustomize_error(err)
+        sc['error'] = _python_probe.sitecustomize_error(err, probe)
+        failed = probe.get('sitecustomize_failed_path')
+        if sc['error'] and not sc_path and failed:
+            # the file the interpreter tries to import at start-up and fails on: the one to fix (and to manage)
+            sc['path'] = failed
+            sc['realpath'] = os.path.realpath(failed)
+            sc['is_link'] = os.path.islink(failed)
         if sc['error']:
             self.module.warn('%s cannot import its sitecustomize: %s' % (python, sc['error']))
         return facts

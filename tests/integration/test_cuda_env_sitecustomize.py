@@ -97,3 +97,20 @@ def test_a_new_sitecustomize_is_a_file_and_a_child_that_misses_it_fails_the_run(
     else:
         assert rc != 0
         assert "does not see CUDA_HOME" in out and "does not import this file" in out, out[-3000:]
+
+
+def test_c49_a_sitecustomize_with_a_syntax_error_is_refused_naming_file_and_line(tree):
+    """C49: the sitecustomize.py the interpreter imports (on the server's PYTHONPATH) has a syntax error at line 18:
+    the pre-flight refuses, naming that file and line; nothing is written (the file as it was, no environment file)."""
+    broken = os.path.join(tree["patches"], "sitecustomize.py")
+    text = "# the team's own start-up patches\n" + "import os\n" * 16 + "if True print('x')\n"
+    with open(broken, "w") as f:
+        f.write(text)
+    rc, out = play(tree["tmp"], {
+        "facts_python": tree["python"], "facts_pythonpath": tree["patches"], "facts_nvidia_smi": "/nonexistent",
+        "cuda_env_cuda_home": tree["cuda"], "cuda_env_env_file": str(tree["tmp"] / "etc" / "cuda.env")})
+    assert rc != 0
+    assert "Refuse a sitecustomize.py the server's interpreter cannot import" in out
+    assert "%s line 18: SyntaxError" % broken in out, out[-3000:]
+    assert open(broken).read() == text
+    assert not os.path.exists(str(tree["tmp"] / "etc" / "cuda.env"))

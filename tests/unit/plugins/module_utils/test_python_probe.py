@@ -143,6 +143,32 @@ def test_parse_python_probe_and_sitecustomize_error():
     assert sitecustomize_error('') is None
 
 
+@pytest.mark.parametrize('body, said', [
+    ('import os\n' * 17 + 'if True print("x")\n', 'line 18: SyntaxError: '),      # C49
+    ('import os\nraise RuntimeError("boom")\n', ': RuntimeError: boom'),
+])
+def test_c49_broken_sitecustomize_is_named_with_its_file_and_line(tmp_path, body, said):
+    """C49: the sitecustomize.py the interpreter imports (here: first on the server's PYTHONPATH) has a syntax error
+    at line 18 (or raises): the probe names that file (it is not taken as 'none') and the line, without running it
+    a second time."""
+    path = str(tmp_path / 'sitecustomize.py')
+    write(path, body)
+    proc = subprocess.run([sys.executable, '-c', PYTHON_PROBE], cwd='/', stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, check=False,
+                          env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    probe = parse_python_probe(proc.stdout)
+    assert probe['sitecustomize_imported'] is False and probe['sitecustomize_path'] is None
+    assert probe['sitecustomize_failed_path'] == path
+    error = sitecustomize_error(proc.stderr, probe)
+    assert error.startswith(path) and said in error, error
+    assert 'Error in sitecustomize' in error
+
+
+def test_sitecustomize_error_of_a_probe_without_a_failure():
+    assert sitecustomize_error('', {'sitecustomize_path': '/usr/lib/python3.11/sitecustomize.py'}) is None
+    assert sitecustomize_error('', {'sitecustomize_failed_path': '/x/sitecustomize.py'}) is None
+
+
 # ---------------------------------------------------------------------------------------------
 # where a new sitecustomize.py goes, and the spawn probe (field case C13)
 
