@@ -13,6 +13,7 @@ __metaclass__ = type
 
 import json
 import os
+import shutil
 import time
 
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_argv
@@ -77,3 +78,50 @@ def history_entry_name(epoch):
     """The name of a history entry for EPOCH (seconds, float): its UTC time, e.g. 20261201T073002123456Z (str)."""
     seconds = int(epoch)
     return time.strftime('%Y%m%dT%H%M%S', time.gmtime(seconds)) + '%06dZ' % int(round((epoch - seconds) * 1e6) % 1000000)
+
+
+def store_swap_paths(store_dir):
+    """Where known_good_save writes a new store before the swap, and keeps the old one during it:
+    (``<parent>/.<name>.new``, ``<parent>/.<name>.old``), both str."""
+    parent, name = os.path.split(os.path.normpath(store_dir))
+    return os.path.join(parent, '.%s.new' % name), os.path.join(parent, '.%s.old' % name)
+
+
+def readable_store(store_dir):
+    """The directory holding the known-good store to read: STORE_DIR, or its ``.old`` copy when a save was interrupted
+    between its two renames (STORE_DIR gone, the old one kept). str."""
+    old = store_swap_paths(store_dir)[1]
+    if not os.path.isdir(store_dir) and os.path.isfile(os.path.join(old, MANIFEST)):
+        return old
+    return store_dir
+
+
+def finish_store_swap(store_dir):
+    """Undo what an interrupted known_good_save left: the old store back where it was (when the new one never got
+    there), a stale new store removed. Returns True when it renamed the old one back."""
+    new, old = store_swap_paths(store_dir)
+    restored = False
+    if not os.path.isdir(store_dir) and os.path.isdir(old):
+        os.rename(old, store_dir)
+        restored = True
+    for leftover in (new, old):
+        if os.path.isdir(leftover) and not os.path.islink(leftover):
+            shutil.rmtree(leftover, ignore_errors=True)
+    return restored
+
+
+def free_space_text(path):
+    """'<path>: N MiB free of M MiB' for the file system holding PATH (its nearest existing parent), for messages."""
+    probe = path
+    while probe and not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    try:
+        info = os.statvfs(probe or '/')
+    except OSError as exc:
+        return 'free space of %s unknown (%s)' % (path, exc)
+    mib = 1024 * 1024
+    return 'the file system of %s has %d MiB free of %d MiB' % (probe, info.f_bavail * info.f_frsize // mib,
+                                                                info.f_blocks * info.f_frsize // mib)

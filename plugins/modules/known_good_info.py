@@ -89,7 +89,8 @@ def main():
         argument_spec=dict(dir=dict(type='path', required=True)),
         supports_check_mode=True,
     )
-    store = module.params['dir']
+    # a save interrupted between its two renames left the old store beside the directory: read that one
+    store = _known_good.readable_store(module.params['dir'])
     manifest_path = os.path.join(store, _known_good.MANIFEST)
     if not os.path.isfile(manifest_path):
         module.exit_json(changed=False, exists=False, manifest={}, differ=[])

@@ -20,6 +20,12 @@ description:
     O(history), newest by name.
   - Copies each of O(files) into O(dir) under its base name (mode C(0600); owned by root when the module runs as
     root), then writes O(manifest) to C(manifest.json) (mode C(0600)) as JSON, keys sorted, indented by 4.
+  - Nothing is ever half written (C48, a disk that fills up) - the new O(dir) is written in full beside it
+    (C(.<name>.new)) and renamed into place, the old one kept as C(.<name>.old) until then; a history entry is copied
+    into a hidden directory (C(.<timestamp>.partial)) and renamed when complete. A failure leaves O(dir) and the
+    history as they were (the partial copies are removed), and its message names the file system and its free space.
+    A run interrupted between the two renames is completed by the next call (and read by
+    M(inferops.sglang.known_good_info)).
   - One call does what the known_good role's C(file), C(stat), C(copy), C(find) and per-file C(file) and C(copy) tasks
     did, so that keeping a configuration costs one round trip.
   - File contents are never returned (environment files and secret files hold keys).
@@ -156,6 +162,11 @@ def _write(path, data, mode):
         raise
 
 
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -192,7 +203,14 @@ def main():
         except (IOError, OSError) as exc:
             module.fail_json(msg='Could not read %s to keep it as known-good (%s): the service files must exist before '
                              'the configuration is kept; run the service role first' % (src, exc))
+    new_dir, old_dir = _known_good.store_swap_paths(store)
+    entry = None
+    pruned = []
+    copied = []
+    made = []
     try:
+        if not check:
+            _known_good.finish_store_swap(store)
         for directory in (store, history_dir):
             if not os.path.isdir(directory) or stat.S_IMODE(os.stat(directory).st_mode) != 0o700:
                 changed = True
@@ -200,12 +218,34 @@ def main():
                     if not os.path.isdir(directory):
                         os.makedirs(directory, 0o700)
                     os.chmod(directory, 0o700)
-        entry = None
-        if os.path.isfile(os.path.join(store, _known_good.MANIFEST)):
+        manifest = _known_good.known_good_manifest_text(params['manifest']).encode('utf-8')
+        wanted = sources + [(os.path.join(store, _known_good.MANIFEST), manifest)]
+        copied = [dest for dest, data in wanted if _needs_write(dest, data, 0o600)]
+        has_manifest = os.path.isfile(os.path.join(store, _known_good.MANIFEST))
+        if has_manifest and copied:
             entry = os.path.join(history_dir, _known_good.history_entry_name(time.time()))
-            changed = True
-            if not check:
-                shutil.copytree(store, entry)
+        if copied and not check:
+            # the new store in full beside the old one, then the old one into history, then the swap
+            _remove(new_dir)
+            os.mkdir(new_dir, 0o700)
+            for dest, data in wanted:
+                _write(os.path.join(new_dir, os.path.basename(dest)), data, 0o600)
+            if entry:
+                partial = os.path.join(history_dir, '.' + os.path.basename(entry) + '.partial')
+                _remove(partial)
+                try:
+                    shutil.copytree(store, partial)
+                    os.rename(partial, entry)
+                except BaseException:
+                    _remove(partial)
+                    raise
+                made.append(entry)
+            _remove(old_dir)
+            if os.path.isdir(store):
+                os.rename(store, old_dir)
+            os.rename(new_dir, store)
+            _remove(old_dir)
+        changed = changed or bool(copied)
         entries = []
         if os.path.isdir(history_dir):
             entries = [os.path.join(history_dir, name) for name in os.listdir(history_dir)
@@ -217,16 +257,15 @@ def main():
             changed = True
             if not check:
                 shutil.rmtree(path)
-        manifest = _known_good.known_good_manifest_text(params['manifest']).encode('utf-8')
-        copied = []
-        for dest, data in sources + [(os.path.join(store, _known_good.MANIFEST), manifest)]:
-            if _needs_write(dest, data, 0o600):
-                copied.append(dest)
-                if not check:
-                    _write(dest, data, 0o600)
     except (IOError, OSError) as exc:
-        module.fail_json(msg='Could not keep the known-good configuration in %s (%s): check that the module runs as root '
-                         '(become) and that the disk is not full' % (store, exc))
+        if not check:
+            # as it was: the old store back in place, no history entry of this attempt, no partial copy
+            _known_good.finish_store_swap(store)
+            for path in made:
+                _remove(path)
+        module.fail_json(msg='Could not keep the known-good configuration in %s (%s; %s): the known-good configuration '
+                         'and its history are as they were. Check that the module runs as root (become) and that the '
+                         'disk is not full' % (store, exc, _known_good.free_space_text(os.path.dirname(store))))
     module.exit_json(changed=changed or bool(copied), history_entry=entry, pruned=pruned, copied=copied)
 
 

@@ -123,8 +123,76 @@ def test_check_mode_changes_nothing(tmp_path, run):
     assert out['changed'] and not os.path.exists(str(tmp_path / 'state'))
 
 
-def test_same_configuration_again_changes_only_the_history(tmp_path, run):
+def test_same_configuration_again_changes_nothing(tmp_path, run):
+    """The same files and manifest again: no history entry that repeats the current one, nothing written."""
     files = live(tmp_path, **{'sglang.env': 'A=1\n'})
     run(params(tmp_path, files))
-    out = run(params(tmp_path, files, history=0))
-    assert out['copied'] == [] and out['history_entry'] in out['pruned']
+    out = run(params(tmp_path, files))
+    assert out['copied'] == [] and out['history_entry'] is None and not out['changed']
+    assert os.listdir(str(tmp_path / 'state' / 'history')) == []
+
+
+@pytest.mark.parametrize('fail_at', ['new store', 'history copy', 'swap'])
+def test_c48_disk_full_leaves_the_store_and_history_as_they_were(tmp_path, run, monkeypatch, fail_at):
+    """C48: the disk fills while a new known-good configuration is kept: no partial entry is listed or offered, the
+    store holds the last good configuration in full, the message names the file system."""
+    import errno
+    import shutil
+    files = live(tmp_path, **{'sglang.env': 'A=1\n', 'sglang.service': '[Unit]\n'})
+    run(params(tmp_path, files))
+    kg = tmp_path / 'state' / 'known-good'
+    before = dict((name, (kg / name).read_text()) for name in os.listdir(str(kg)))
+    (tmp_path / 'etc' / 'sglang.env').write_text('A=2\n')
+    full = OSError(errno.ENOSPC, 'No space left on device')
+    if fail_at == 'new store':
+        written = []
+
+        def write(path, data, mode):
+            written.append(path)
+            if len(written) == 2:
+                raise full
+            real_write(path, data, mode)
+        real_write = known_good_save._write
+        monkeypatch.setattr(known_good_save, '_write', write)
+    elif fail_at == 'history copy':
+        def copytree(src, dst):
+            os.mkdir(dst)
+            (tmp_path / 'state' / 'history' / os.path.basename(dst) / 'sglang.env').write_text('')
+            raise full
+        monkeypatch.setattr(shutil, 'copytree', copytree)
+    else:
+        real_rename = os.rename
+
+        def rename(src, dst):
+            if dst == str(kg) and src.endswith('.new'):
+                raise full
+            real_rename(src, dst)
+        monkeypatch.setattr(os, 'rename', rename)
+    out = run(params(tmp_path, files))
+    assert out['failed'] and 'No space left on device' in out['msg'] and 'MiB free' in out['msg'], out
+    monkeypatch.undo()
+    state = tmp_path / 'state'
+    assert dict((name, (kg / name).read_text()) for name in os.listdir(str(kg))) == before
+    assert sorted(os.listdir(str(state))) == ['history', 'known-good']
+    assert os.listdir(str(state / 'history')) == []
+    # the next save goes through
+    out = run(params(tmp_path, files))
+    assert not out.get('failed') and (kg / 'sglang.env').read_text() == 'A=2\n'
+    assert sorted(os.listdir(str(state))) == ['history', 'known-good']
+
+
+def test_a_save_interrupted_between_its_renames_is_read_and_finished(tmp_path, run):
+    """A save killed between its two renames (power loss): known_good_info reads the old store kept beside the
+    directory, and the next save puts it back before it goes on."""
+    from ansible_collections.inferops.sglang.plugins.module_utils import _known_good
+    files = live(tmp_path, **{'sglang.env': 'A=1\n'})
+    run(params(tmp_path, files))
+    kg = str(tmp_path / 'state' / 'known-good')
+    new, old = _known_good.store_swap_paths(kg)
+    os.rename(kg, old)
+    os.mkdir(new)
+    assert _known_good.readable_store(kg) == old
+    out = run(params(tmp_path, files))
+    assert not out.get('failed') and out['history_entry'] is None and out['copied'] == []
+    assert sorted(os.listdir(str(tmp_path / 'state'))) == ['history', 'known-good']
+    assert _known_good.readable_store(kg) == kg
