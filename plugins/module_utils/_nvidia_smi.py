@@ -633,6 +633,23 @@ FABRIC_MANAGER_UNIT = 'nvidia-fabricmanager.service'
 PERSISTENCED_UNIT = 'nvidia-persistenced.service'
 
 
+def nvidia_units(facts):
+    """NVIDIA's units on this host that a GPU server's unit starts after and wants (``After=``/``Wants=``): Fabric
+    Manager (an NVSwitch host's GPUs are unusable until it has set up the fabric) and the persistence daemon, each
+    where ``systemctl`` says it is loaded.
+
+    :param facts: host_facts' ``inferops_sglang`` fact (``fabric_manager``).
+    :returns: a list of unit names (str), in that order; empty where none is installed or PID 1 is not systemd.
+    """
+    manager = (facts or {}).get('fabric_manager') or {}
+    units = []
+    if manager.get('load_state') == 'loaded':
+        units.append(FABRIC_MANAGER_UNIT)
+    if manager.get('persistenced_load_state') == 'loaded':
+        units.append(PERSISTENCED_UNIT)
+    return units
+
+
 def parse_fabric_manager_version(text):
     """The version from ``nv-fabricmanager --version`` ('Fabric Manager version is : 580.65.06') -> str, or None."""
     m = re.search(r'version\s+is\s*:\s*([0-9][0-9.]*[0-9])', text or '', re.IGNORECASE)

@@ -370,6 +370,7 @@ def _plan_inputs(inp, facts, seen):
     plan['sglang_env_names'] = ([key for key in everything if key.startswith('SGLANG_') and key not in plan['cache_env']]
                                 if plan['sglang_managed'] else [])
     plan.update(_sandbox_of(inp, plan, facts))
+    plan['nvidia_units'] = _nvidia_smi.nvidia_units(facts)
     plan['creates_user'] = bool(inp['user_create']) and plan['user'] != 'root' and not plan['user_exists']
     plan['tp_unusable'] = _nvidia_smi.tp_unusable_reason(facts) or ''
     plan['stray_secrets'] = list(plan['adoptable'][0].get('redacted_args') or []) if len(plan['adoptable']) == 1 else []

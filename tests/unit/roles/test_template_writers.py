@@ -54,6 +54,7 @@ def service_vars(working_directory='/srv/sglang', **overrides):
         wrapper='/etc/sglang/sglang-run.sh', supervisor_socket='/run/inferops-sglang-supervisor.sock',
         supervisor_dir='/etc/inferops-sglang/supervisor.d',
         supervisord_command='/usr/bin/env -i supervisord -c /etc/inferops-sglang/supervisord.conf',
+        nvidia_units=[],
     )
     plan.update(overrides.pop('plan', {}))
     variables = dict(
@@ -61,7 +62,8 @@ def service_vars(working_directory='/srv/sglang', **overrides):
         service_cuda_env_file='/etc/sglang/cuda.env', service_env_file='/etc/sglang/sglang.env',
         service_start_limit_interval_sec=600, service_start_limit_burst=5, service_user_groups=['video'],
         service_restart='on-failure', service_restart_sec=5, service_timeout_stop_sec=120, service_limit_nofile=1048576,
-        service_limit_memlock='infinity', service_name='sglang', _service_facts={'init': {'systemd_version': 252}},
+        service_limit_memlock='infinity', service_tasks_max='infinity', service_success_exit_status=['SIGKILL'],
+        service_name='sglang', _service_facts={'init': {'systemd_version': 252}},
         service_log_dir='/var/log/sglang',
     )
     variables.update(overrides)
@@ -197,3 +199,17 @@ def test_deployment_record_of_a_restored_entry_without_a_block_or_files():
         inferops_sglang_known_good={'dir': '/var/lib/sglang/known-good', 'history_dir': None}))
     assert 'The known-good configuration restored here holds no copy of the block.' in text
     assert '`None`' not in text and '```python\nNone' not in text
+
+
+def test_c46_c47_unit_limits_clean_stop_and_nvidia_units():
+    """C46: TasksMax= as data (infinity by default); C47: SGLang's SIGKILL to itself after a drain is a clean end;
+    issue 28: the unit starts after (and wants) Fabric Manager and the persistence daemon where they are installed."""
+    lines = unit_lines(render('service', 'sglang.service.j2', **service_vars(
+        plan={'nvidia_units': ['nvidia-fabricmanager.service', 'nvidia-persistenced.service']})))
+    assert 'TasksMax=infinity' in lines and 'SuccessExitStatus=SIGKILL' in lines
+    assert 'After=nvidia-fabricmanager.service nvidia-persistenced.service' in lines
+    assert 'Wants=nvidia-fabricmanager.service nvidia-persistenced.service' in lines
+    lines = unit_lines(render('service', 'sglang.service.j2', **service_vars(service_tasks_max=16384,
+                                                                            service_success_exit_status=[])))
+    assert 'TasksMax=16384' in lines
+    assert not [line for line in lines if line.startswith(('SuccessExitStatus=', 'After=nvidia', 'Wants=nvidia'))]

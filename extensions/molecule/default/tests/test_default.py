@@ -159,9 +159,13 @@ class TestService:
         assert float(line.split(":")[1].split()[0]) > 5.0
 
     def test_unit_stops_the_tree_the_sglang_way(self, host):
-        props = host.check_output("systemctl show -p KillMode -p TimeoutStopUSec -p LimitNOFILE -p LimitMEMLOCK %s", UNIT)
+        props = host.check_output("systemctl show -p KillMode -p TimeoutStopUSec -p LimitNOFILE -p LimitMEMLOCK "
+                                  "-p TasksMax -p SuccessExitStatus %s", UNIT)
         assert "KillMode=mixed" in props
         assert "LimitMEMLOCK=infinity" in props
+        # C46: no DefaultTasksMax cap on a tp 8 server's threads (systemd shows infinity as the maximum number)
+        assert "TasksMax=infinity" in props or "TasksMax=18446744073709551615" in props, props
+        assert "SuccessExitStatus=" in props and "KILL" in props.split("SuccessExitStatus=")[1], props
 
     def test_record_holds_previous_command_line_and_current_pid(self, host):
         record = host.file(RECORD)
@@ -282,6 +286,13 @@ class TestReboot:
     def test_restart_brings_the_service_back_healthy(self, host):
         name = host.backend.get_hostname()
         before = main_pid(host)
+        # C47: the server ends its SIGTERM drain by SIGKILLing itself, as SGLang 0.5.9 does (the adopted environment
+        # carries SGLANG_DOUBLE_EXIT_STYLE=sglang): a deliberate stop leaves the unit inactive, not failed.
+        assert "SGLANG_DOUBLE_EXIT_STYLE=sglang" in host.file("/etc/sglang/sglang.env").content_string
+        host.run_expect([0], "systemctl stop %s" % UNIT)
+        state = host.run("systemctl show -p ActiveState -p Result -p ExecMainStatus %s", UNIT).stdout
+        assert "ActiveState=inactive" in state and "Result=success" in state, state
+        assert "ExecMainStatus=9" in state, state   # it did end by SIGKILL
         subprocess.run(["docker", "restart", "-t", "5", name], check=True, stdout=subprocess.DEVNULL, timeout=120)
         deadline = time.time() + 120
         status = None

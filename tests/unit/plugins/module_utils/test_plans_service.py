@@ -81,6 +81,18 @@ def test_a_plain_server_passes_with_its_values():
     assert plan['sandbox'] and plan['capabilities'] is None
 
 
+@pytest.mark.parametrize('manager, units', [
+    ({}, []),
+    ({'load_state': 'not-found', 'persistenced_load_state': 'not-found'}, []),
+    ({'load_state': 'loaded', 'active_state': 'active', 'persistenced_load_state': 'loaded'},
+     ['nvidia-fabricmanager.service', 'nvidia-persistenced.service']),
+    ({'load_state': 'not-found', 'persistenced_load_state': 'loaded'}, ['nvidia-persistenced.service']),
+])
+def test_nvidia_units_the_unit_starts_after(manager, units):
+    """Issue 28 (C39): the unit orders itself after Fabric Manager and the persistence daemon where they exist."""
+    assert service_plan(inputs(), facts(fabric_manager=manager))['nvidia_units'] == units
+
+
 def test_the_prefix_of_the_inputs_is_optional():
     plain = dict((key[len('service_'):] if key.startswith('service_') else key, value)
                  for key, value in inputs().items())
