@@ -884,3 +884,48 @@ def gpu_health_blockers(facts):
     if runtime:
         blockers.append({'kind': 'cuda_runtime', 'message': runtime + untouched})
     return blockers
+
+
+# ---- Xid events in the kernel log -------------------------------------------------------------------------------
+# The NVIDIA driver's Xid report (open and proprietary kernel modules), e.g.
+#   NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.
+#   NVRM: Xid (PCI:0000:b7:00): 48, pid=1234, name=python3, An uncorrectable double bit error (DBE) has been detected...
+_XID_RE = re.compile(r'NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.\d)?\): '
+                     r'(?P<xid>\d+),\s*(?P<rest>.*)$')
+# Xids that mean a GPU needs a reset or a reboot (NVIDIA's Xid catalog): 48 double bit ECC error, 63/64 row remapping
+# event/failure, 79 fallen off the bus, 92 high single-bit ECC rate, 94 contained ECC error, 95 uncontained ECC error,
+# 119/120 GSP timeout/error, 154 GPU recovery action changed.
+XID_NEEDS_RECOVERY = frozenset((48, 63, 64, 79, 92, 94, 95, 119, 120, 154))
+
+
+def parse_kmsg_record(record):
+    """One /dev/kmsg record ('<prio>,<seq>,<usec since boot>,<flags>;<text>', continuation lines after it) ->
+    (seconds since boot: float | None, text: str)."""
+    head, sep, text = (record or '').partition(';')
+    if not sep:
+        return None, record or ''
+    fields = head.split(',')
+    try:
+        seconds = int(fields[2]) / 1e6
+    except (IndexError, ValueError):
+        seconds = None
+    return seconds, text.split('\n', 1)[0]
+
+
+def parse_xid_events(records, limit=20):
+    """The NVIDIA Xid reports among kernel log records, oldest first, at most the last ``limit``.
+
+    :param records: iterable of (seconds since boot: float | None, text: str), e.g. from :func:`parse_kmsg_record`.
+    :returns: list of {'pci_bus_id': str (normalized, function .0 added), 'xid': int, 'seconds': float | None,
+        'text': str (the report after the Xid number, at most 200 characters), 'needs_recovery': bool (the Xid is in
+        :data:`XID_NEEDS_RECOVERY`)}.
+    """
+    events = []
+    for seconds, text in records:
+        match = _XID_RE.search(text or '')
+        if not match:
+            continue
+        xid = int(match.group('xid'))
+        events.append({'pci_bus_id': normalize_bus_id(match.group('bus') + '.0'), 'xid': xid, 'seconds': seconds,
+                       'text': match.group('rest').strip()[:200], 'needs_recovery': xid in XID_NEEDS_RECOVERY})
+    return events[-int(limit):] if limit else events

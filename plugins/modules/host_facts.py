@@ -524,6 +524,32 @@ ansible_facts:
               description: Indexes of the GPUs whose fabric is not ready or failed.
               type: list
               elements: str
+        xid_events:
+          description:
+            - The NVIDIA driver's Xid reports in the kernel log (C(/dev/kmsg), read without waiting), oldest first, the
+              last 20; V([]) without GPUs; null when the kernel log is unreadable (a container without C(CAP_SYSLOG)).
+            - Facts, not blockers - the log keeps them until the host reboots, also after a GPU reset cleared the
+              fault; the GPU's own C(recovery_action) says what it needs now.
+          type: list
+          elements: dict
+          returned: always
+          contains:
+            pci_bus_id:
+              description: The GPU, as in C(gpus).
+              type: str
+            xid:
+              description: The Xid number (NVIDIA's Xid catalog, for example 79 - fallen off the bus, 48 - double bit
+                ECC error, 94/95 - contained/uncontained ECC error).
+              type: int
+            seconds:
+              description: Seconds since boot when the driver reported it.
+              type: float
+            text:
+              description: The report after the number (at most 200 characters).
+              type: str
+            needs_recovery:
+              description: The Xid is one that calls for a GPU reset or a reboot.
+              type: bool
         fabric_manager:
           description: NVIDIA Fabric Manager (C(nv-fabricmanager --version)) and the units
             C(nvidia-fabricmanager.service) and C(nvidia-persistenced.service) (C(systemctl show); null states
@@ -825,6 +851,7 @@ ansible_facts:
               type: str
 '''
 
+import errno
 import os
 import socket
 
@@ -1140,6 +1167,34 @@ class HostFacts(object):
         listeners.sort(key=lambda e: (e['port'], e['proto'], e['host']))
         return listeners
 
+    # ---- the kernel log's Xid reports ----------------------------------------------------------
+    def xid_events(self, kmsg=None):
+        """The NVIDIA Xid reports of the kernel log (/dev/kmsg, read without waiting); None when it is unreadable
+        (not root, a container without CAP_SYSLOG or with dmesg_restrict)."""
+        path = kmsg or os.path.join('/dev', 'kmsg')
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return None
+        records = []
+        readable = False
+        try:
+            for dummy in range(100000):
+                try:
+                    chunk = os.read(fd, 8192)
+                except OSError as exc:
+                    if exc.errno == errno.EPIPE:     # a record was overwritten while reading: go on
+                        continue
+                    readable = readable or exc.errno == errno.EAGAIN   # EAGAIN: the end of the log
+                    break                             # EPERM (dmesg_restrict), EINVAL (a record too long): stop
+                if not chunk:
+                    break
+                readable = True
+                records.append(_nvidia_smi.parse_kmsg_record(chunk.decode('utf-8', 'replace')))
+        finally:
+            os.close(fd)
+        return _nvidia_smi.parse_xid_events(records) if readable else None
+
     # ---- NVSwitch: Fabric Manager and the persistence daemon ---------------------------------
     def fabric_manager(self, init_system):
         """Fabric Manager's unit state and version, and the persistence daemon's unit (NVIDIA's unit names)."""
@@ -1298,6 +1353,7 @@ def main():
     facts['listeners'] = host.listeners()
     facts['units'] = host.units(facts['init']['system'], p['unit_glob'])
     facts['fabric_manager'] = host.fabric_manager(facts['init']['system'])
+    facts['xid_events'] = host.xid_events() if facts['gpus'] or facts['lost_gpus'] else []
     facts['supervisor'] = host.supervisor(p['unit_glob'])
 
     facts.update(found)

@@ -697,3 +697,25 @@ def test_c41_torch_cuda_above_the_driver(torch_cuda, driver_cuda, driver, blocke
 ])
 def test_fabric_manager_version(text, version):
     assert _nvidia_smi.parse_fabric_manager_version(text) == version
+
+
+KMSG = [
+    '6,1201,4521033,-;NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.159.04',
+    "3,1502,98765432,-;NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+    '3,1503,99000000,-;NVRM: Xid (PCI:0000:b7:00): 48, pid=1234, name=python3, An uncorrectable double bit error '
+    '(DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 0.\n SUBSYSTEM=pci',
+    '4,1504,99100000,-;NVRM: Xid (PCI:0000:b7:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0)',
+    'no separator',
+]
+
+
+def test_xid_events_from_kernel_log_records():
+    records = [_nvidia_smi.parse_kmsg_record(record) for record in KMSG]
+    assert records[0] == (4.521033, 'NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.159.04')
+    assert records[-1] == (None, 'no separator')
+    events = _nvidia_smi.parse_xid_events(records)
+    assert [(e['pci_bus_id'], e['xid'], e['needs_recovery']) for e in events] == [
+        ('0000:3B:00.0', 79, True), ('0000:B7:00.0', 48, True), ('0000:B7:00.0', 13, False)]
+    assert events[0]['seconds'] == 98.765432 and events[0]['text'].endswith('GPU has fallen off the bus.')
+    assert 'SUBSYSTEM' not in events[1]['text']
+    assert _nvidia_smi.parse_xid_events(records, limit=1) == events[-1:]

@@ -27,7 +27,8 @@ COLLECTIONS_PATH = os.environ.get('ANSIBLE_COLLECTIONS_PATH') or os.path.abspath
 
 FACT_KEYS = {'init', 'python', 'gpus', 'gpu_count', 'driver_version', 'cuda_driver_version', 'interconnect',
              'topology', 'gpu_processes', 'nvidia_smi', 'cuda', 'listeners', 'units', 'supervisor',
-             'servers', 'strays', 'foreign', 'endpoint', 'lost_gpus', 'gpu_error', 'fabric', 'fabric_manager'}
+             'servers', 'strays', 'foreign', 'endpoint', 'lost_gpus', 'gpu_error', 'fabric', 'fabric_manager',
+             'xid_events'}
 INIT_KEYS = {'system', 'pid1', 'pid1_cmdline', 'systemd_booted', 'systemd_version', 'container', 'cron_running',
              'cron'}
 CRON_KEYS = {'daemon', 'reads_cron_d', 'crontabs_dir', 'reboot_marker', 'reboot_marker_exists', 'reboot_marker_persists'}
@@ -505,6 +506,29 @@ def test_healthy_host_reports_mig_disabled(monkeypatch, capsys, tmp_path):
     assert all(g['mig_devices'] == [] for g in facts['gpus'])
     assert facts['lost_gpus'] == [] and facts['gpu_error'] is None
     assert facts['interconnect'] == 'nvlink'
+
+
+@pytest.mark.parametrize('failure, expected', [
+    (11, [(79, '0000:3B:00.0')]),      # EAGAIN after the records: the end of the log
+    (1, None),                          # EPERM on the first read (dmesg_restrict): unreadable
+])
+def test_xid_events_read_from_the_kernel_log(monkeypatch, failure, expected):
+    """/dev/kmsg gives one record per read and EAGAIN at the end; a kernel log root may not read is None."""
+    import errno
+    records = [b"3,1502,98765432,-;NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
+               b"off the bus.\n"] if failure == errno.EAGAIN else []
+    records.append(OSError(failure, os.strerror(failure)))
+
+    def read(fd, size):
+        item = records.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        return item
+    monkeypatch.setattr(host_facts.os, 'open', lambda path, flags: 99)
+    monkeypatch.setattr(host_facts.os, 'read', read)
+    monkeypatch.setattr(host_facts.os, 'close', lambda fd: None)
+    events = host_facts.HostFacts.xid_events(None, '/dev/kmsg')
+    assert (None if events is None else [(e['xid'], e['pci_bus_id']) for e in events]) == expected
 
 
 def test_c39_c40_gpu_health_is_a_fact(monkeypatch, capsys, tmp_path):
