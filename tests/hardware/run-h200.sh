@@ -44,6 +44,8 @@ done
   echo "== machine"; nvidia-smi -L; cat /proc/1/comm; ls -la /usr/lib/python3.12/sitecustomize.py; for tool in nvcc ptxas; do [ -e "/usr/local/cuda-13.0/bin/$tool" ] && echo "$tool"; done
   ansible --version | head -n 2
 } 2>&1 | tee "$out/machine.txt"
+# The GPUs' health as host_facts reads it (fabric, recovery action, row remaps, ECC, persistence): kept as a fixture.
+nvidia-smi -q -x >"$out/nvidia_smi_q.xml" 2>&1
 
 parts="${INFEROPS_H200_PARTS:-gpu site managed nccl}"
 if [[ " $parts " == *" gpu "* ]]; then
