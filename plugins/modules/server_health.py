@@ -489,8 +489,8 @@ class Gate(object):
             verdict, why, dummy = _health.smoke_verdict(answer.status, answer.body, answer.error, answer.timed_out,
                                                         self.p['smoke_timeout'])
             if verdict != _health.SMOKE_OK:
-                self.result['response'] = _health.response_excerpt(answer.status, answer.body, answer.error,
-                                                                    [self.p['api_key'] or ''])
+                self.result['response'] = _health.response_excerpt(
+                    answer.status, answer.body, answer.error, [self.p['api_key'] or ''])
                 return latencies, verdict, 'smoke request %d of %d failed: %s' % (number + 1, self.p['smoke_requests'], why)
             latencies.append(round(answer.elapsed, 3))
         return latencies, _health.SMOKE_OK, None
