@@ -13,6 +13,7 @@ __metaclass__ = type
 
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
+    cutover_check_failure,
     cutover_decide,
     cutover_outcome,
     cutover_replica,
@@ -26,5 +27,6 @@ class FilterModule(object):
         return {
             'cutover_decide': as_filter(cutover_decide),
             'cutover_replica': as_filter(cutover_replica),
+            'cutover_check_failure': as_filter(cutover_check_failure),
             'cutover_outcome': as_filter(cutover_outcome),
         }

@@ -157,7 +157,7 @@ def summary_rows(order, batches, results, failures):
         failure = failures.get(host)
         if failure:
             row.update(result)
-            row['result'] = result.get('result') if result.get('result') in ('rolled_back', 'stopped', 'degraded') else 'failed'
+            row['result'] = result.get('result') if result.get('result') in ('rolled_back', 'stopped', 'degraded', 'kept') else 'failed'
             row['failure'] = failure.get('msg') or result.get('failure') or ''
             row['failed_task'] = failure.get('task') or ''
         elif result:

@@ -31,6 +31,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.inferops.sglang.plugins.module_utils import _secrets
 from ansible_collections.inferops.sglang.plugins.module_utils._supervisors import (
     SUPERVISOR_ALIVE,
     SYSTEMD_ALIVE,
@@ -196,3 +197,55 @@ def check_chat_response(status, body):
         return False, 'the completion is empty (no content, reasoning_content or tool_calls; %d tokens, finish_reason %s)' % (
             tokens, choice.get('finish_reason')), 0
     return True, None, tokens
+
+
+# What one smoke completion says of a server whose /health answered 200 (smoke_verdict).
+SMOKE_OK = 'ok'
+SMOKE_NOT_READY = 'not_ready'
+SMOKE_BROKEN = 'broken'
+
+
+def smoke_verdict(status, body, error=None, timed_out=False, timeout=None):
+    """Is a server whose ``/health`` just answered 200 generating, not ready yet, or broken? One smoke completion.
+
+    "Not ready yet" is what a loading server does: a refused or reset connection (it went away: the gate goes back to
+    ``/health`` and its check of the service, which sees an exit or a restart). "Broken" is what no wait fixes once
+    SGLang said it is healthy (its ``/health`` ran a generation): a completion that outlasts its timeout (the
+    generation hangs), an HTTP error answer (4xx/5xx: SGLang's ``serving_chat`` answers 400 for a request it cannot
+    template, 500 for an engine error), or a 200 that is no generation (:func:`check_chat_response`).
+
+    :param status: int HTTP status, None without an answer.
+    :param body: the answer's body (str), '' without one.
+    :param error: why there was no answer (str), None with one.
+    :param timed_out: bool, no answer because the timeout ran out.
+    :param timeout: the request's timeout in seconds (float), for the reason.
+    :returns: (verdict, reason, completion_tokens): verdict :data:`SMOKE_OK`, :data:`SMOKE_NOT_READY` or
+        :data:`SMOKE_BROKEN`; reason None when ok.
+    """
+    if status is None:
+        if timed_out:
+            return SMOKE_BROKEN, 'no answer within %s s (the generation hangs)' % (
+                '%g' % timeout if isinstance(timeout, (int, float)) else '?'), 0
+        return SMOKE_NOT_READY, 'no answer: %s' % (error or 'no connection'), 0
+    ok, why, tokens = check_chat_response(status, body)
+    if ok:
+        return SMOKE_OK, None, tokens
+    return SMOKE_BROKEN, why, 0
+
+
+def response_excerpt(status, body, error=None, secrets=(), limit=300):
+    """What the gate shows of an answer that failed a smoke completion: status, error and the body's first characters,
+    with secret settings and the given secret values masked (``_secrets.redact_log_line``, ``_secrets.mask_values``).
+
+    :param status: int HTTP status or None.
+    :param body: the body (str).
+    :param error: why there was no answer, or None.
+    :param secrets: values to mask wherever they appear (the API key the gate sends).
+    :param limit: characters of the body kept (a longer one ends in ``...``).
+    :returns: dict ``status`` (int or None), ``body`` (str), ``error`` (str or None).
+    """
+    text = ' '.join(str(body or '').split())
+    text = text if len(text) <= limit else text[:limit] + '...'
+    text = _secrets.mask_values(_secrets.redact_log_line(text), secrets)
+    error = _secrets.mask_values(_secrets.redact_log_line(str(error)), secrets) if error else None
+    return {'status': status, 'body': text, 'error': error}

@@ -13,7 +13,8 @@
 * ``request(url, ...)``: one request through ansible-core's ``ansible.module_utils.urls`` (no dependency on the
   target). It returns a ``Response`` instead of raising - an HTTP error answer is a status, a request that got no
   HTTP answer (connection refused, timeout, reset, TLS failure, bad URL) has ``status`` None and ``error`` set
-  (``tls`` True when the TLS handshake or the certificate check failed).
+  (``tls`` True when the TLS handshake or the certificate check failed, ``timed_out`` True when the connection or a
+  read outlasted the timeout - the server took the request and did not answer, unlike a refused connection).
 * Proxies: a request to a local host (``is_local_host``: loopback 127.0.0.0/8, ``::1``, ``localhost``, or a
   wildcard address) never goes through a proxy, whatever ``http_proxy``/``https_proxy`` say; any other host
   honours the environment's proxy settings and ``no_proxy``.
@@ -193,17 +194,20 @@ class Response(object):
     :ivar error: why there was no HTTP answer, None when there was one.
     :ivar tls: True when there was no answer because TLS failed (handshake, certificate check).
     :ivar proxied: whether the environment's proxy settings applied to the request (never for a local host).
+    :ivar timed_out: True when there was no answer because the timeout ran out (``socket.timeout``, also when urllib
+        wraps it), False otherwise (an answer, a refused or reset connection, TLS).
     """
 
-    __slots__ = ('status', 'body', 'elapsed', 'error', 'tls', 'proxied')
+    __slots__ = ('status', 'body', 'elapsed', 'error', 'tls', 'proxied', 'timed_out')
 
-    def __init__(self, status, body, elapsed, error=None, tls=False, proxied=False):
+    def __init__(self, status, body, elapsed, error=None, tls=False, proxied=False, timed_out=False):
         self.status = status
         self.body = body
         self.elapsed = elapsed
         self.error = error
         self.tls = tls
         self.proxied = proxied
+        self.timed_out = timed_out
 
     def json(self):
         """The body parsed as JSON; ValueError when it is not JSON."""
@@ -247,6 +251,11 @@ def _is_tls_failure(exc):
         if isinstance(candidate, ssl.SSLError) and not isinstance(candidate, _TLS_CLOSED):
             return True
     return False
+
+
+def _is_timeout(exc):
+    """Whether a request got no answer because its timeout ran out (urllib wraps a connect timeout in a URLError)."""
+    return any(isinstance(candidate, socket.timeout) for candidate in (exc, getattr(exc, 'reason', None)))
 
 
 def request(url, method='GET', body=None, headers=None, timeout=30, validate_certs=True, ca_path=None,
@@ -295,5 +304,6 @@ def request(url, method='GET', body=None, headers=None, timeout=30, validate_cer
         except BODY_UNREADABLE:
             raw = b''
     except NO_ANSWER as exc:
-        return Response(None, '', time.time() - started, _why(exc), tls=_is_tls_failure(exc), proxied=proxied)
+        return Response(None, '', time.time() - started, _why(exc), tls=_is_tls_failure(exc), proxied=proxied,
+                        timed_out=_is_timeout(exc))
     return Response(status, to_text(raw or b'', errors='replace'), time.time() - started, proxied=proxied)

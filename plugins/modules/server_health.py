@@ -19,6 +19,13 @@ description:
     then O(smoke_requests) sequential C(POST /v1/chat/completions) requests, each bounded by O(smoke_timeout),
     that must return a non-empty completion.
   - C(GET /v1/models) answers 200 while the model is still loading, so it never counts as a sign of health.
+  - The gate tells B(not ready yet) from B(broken). A closed port, a refused connection and C(/health) answering 503
+    are a server still loading or warming up - the gate waits, up to O(budget). Once C(/health) answered 200 (SGLang's
+    handler ran a generation), a chat completion that gets no answer within O(smoke_timeout) (the generation hangs),
+    answers an HTTP error (4xx or 5xx) or answers 200 without generating is B(broken) - no wait fixes it, so the gate
+    fails at once with RV(failure_kind=broken), the reason C(the server is broken), and the answer (redacted) in
+    RV(response); it does not wait for the rest of the budget. A refused or reset connection after C(/health) passed
+    sends the gate back to C(/health) (the server went away; the service check sees an exit or a restart).
   - Each poll also checks the service itself (O(manager)) - a systemd unit that failed, is waiting to
     restart, restarted (C(NRestarts) or C(MainPID) changed against O(baseline)), or a supervisord program
     that is not C(RUNNING)/C(STARTING) or changed pid - and then fails at once with the last O(log_lines)
@@ -298,6 +305,25 @@ service:
   description: The service's status at the last poll (systemd properties, or supervisord state and pid).
   returned: always
   type: dict
+failure_kind:
+  description:
+    - Why the gate failed, null unless RV(state=failed) - C(service) (the unit or program failed, exited or
+      restarted), C(degraded) (fewer scheduler processes than O(schedulers)), C(budget) (not ready within O(budget)),
+      C(broken) (C(/health) answered 200, then a smoke completion hung, answered 4xx/5xx or did not generate) or
+      C(refused) (the API key was refused or required, or TLS failed).
+    - A caller that checks a server it did not change can act on it - a C(broken) or C(refused) server still answers
+      C(/health), so only the check failed.
+  returned: always
+  type: str
+  sample: broken
+response:
+  description:
+    - The answer to the smoke completion that did not pass, null when none failed - C(status) (null without an
+      answer), C(body) (its first 300 characters, whitespace folded) and C(error) (why there was no answer).
+    - Secret settings and O(api_key) are masked.
+  returned: always
+  type: dict
+  sample: {"status": 500, "body": "{\"object\": \"error\", \"message\": \"Internal server error\"}", "error": null}
 log_tail:
   description: Last lines of the service's log, when the gate failed; values of secret settings masked.
   returned: when state is failed
@@ -338,7 +364,7 @@ class Gate(object):
             'time_to_tcp': self.progress.get('time_to_tcp'),
             'time_to_healthy': self.progress.get('time_to_healthy'),
             'health_latency': None, 'smoke_latencies': [], 'last_status': None, 'service': {},
-            'url': self.base, 'degraded': False, 'schedulers': None,
+            'url': self.base, 'degraded': False, 'schedulers': None, 'failure_kind': None, 'response': None,
         }
 
     # -- progress kept between calls ---------------------------------------------------------
@@ -452,22 +478,27 @@ class Gate(object):
         return answer
 
     def smoke(self):
+        """(latencies, verdict, why): the seconds of each passed smoke completion, and the verdict of the first that did
+        not pass (``_health.smoke_verdict``; its answer, redacted, in the result's ``response``), else ok and None."""
         models = self.http('/v1/models', self.p['request_timeout'])
         model = _health.model_id(models.body if models.status == 200 else '')
         latencies = []
         for number in range(self.p['smoke_requests']):
             body = _health.chat_request(model, self.p['smoke_prompt'], self.p['smoke_max_tokens'], self.p['smoke_extra_body'])
             answer = self.http('/v1/chat/completions', self.p['smoke_timeout'], body)
-            ok, why, dummy = _health.check_chat_response(answer.status, answer.body)
-            if not ok:
-                return latencies, 'smoke request %d of %d failed: %s' % (
-                    number + 1, self.p['smoke_requests'], why if answer.status is not None else answer.error)
+            verdict, why, dummy = _health.smoke_verdict(answer.status, answer.body, answer.error, answer.timed_out,
+                                                        self.p['smoke_timeout'])
+            if verdict != _health.SMOKE_OK:
+                self.result['response'] = _health.response_excerpt(
+                    answer.status, answer.body, answer.error, [self.p['api_key'] or ''])
+                return latencies, verdict, 'smoke request %d of %d failed: %s' % (number + 1, self.p['smoke_requests'], why)
             latencies.append(round(answer.elapsed, 3))
-        return latencies, None
+        return latencies, _health.SMOKE_OK, None
 
     # -- the loop -----------------------------------------------------------------------------
-    def fail(self, reason, with_log=True):
-        self.result.update(state='failed', reason=reason, elapsed=round(time.time() - self.started_at, 3))
+    def fail(self, reason, kind, with_log=True):
+        reason = _secrets.mask_values(reason, [self.p['api_key'] or ''])
+        self.result.update(state='failed', reason=reason, failure_kind=kind, elapsed=round(time.time() - self.started_at, 3))
         if with_log:
             self.result['log_tail'] = self.log_tail()
         return self.result
@@ -476,7 +507,7 @@ class Gate(object):
         try:
             return self.poll()
         except GateFailed as exc:
-            return self.fail(to_native(exc))
+            return self.fail(to_native(exc), 'refused')
 
     def poll(self):
         p = self.p
@@ -492,7 +523,7 @@ class Gate(object):
                 verdict = _health.service_verdict(p['manager'], p['baseline'], status)
                 if verdict:
                     self.result['phase'] = phase
-                    return self.fail('%s after %.1f s' % (verdict, now - self.started_at))
+                    return self.fail('%s after %.1f s' % (verdict, now - self.started_at), 'service')
             if phase == 'tcp':
                 if self.tcp_open():
                     if self.result['time_to_tcp'] is None:
@@ -504,7 +535,7 @@ class Gate(object):
                 shortfall = self.scheduler_shortfall()
                 if shortfall:
                     self.result.update(phase=phase, degraded=True)
-                    return self.fail('%s after %.1f s' % (shortfall, time.time() - self.started_at))
+                    return self.fail('%s after %.1f s' % (shortfall, time.time() - self.started_at), 'degraded')
             if phase == 'health':
                 self.result['phase'] = phase
                 answer = self.http('/health', p['request_timeout'])
@@ -519,19 +550,26 @@ class Gate(object):
                                              else 'GET /health got no answer: %s' % answer.error)
             if phase == 'smoke':
                 self.result['phase'] = phase
-                latencies, why = self.smoke() if p['smoke_requests'] > 0 else ([], None)
+                latencies, verdict, why = self.smoke() if p['smoke_requests'] > 0 else ([], _health.SMOKE_OK, None)
                 self.result['smoke_latencies'] = latencies
-                if why is None:
+                if verdict == _health.SMOKE_OK:
                     self.result.update(phase='ready', state='ready', reason='ready',
                                        elapsed=round(time.time() - self.started_at, 3))
                     return self.result
-                # /health passed but generation did not: back to /health next round.
+                if verdict == _health.SMOKE_BROKEN:
+                    # /health ran a generation and said healthy, yet a real one fails: no wait fixes that.
+                    answer = self.result.get('response') or {}
+                    return self.fail('the server is broken: /health answered 200, but %s%s after %.1f s' % (
+                        why, (' (answer: %s)' % answer['body']) if answer.get('body') else '',
+                        time.time() - self.started_at), 'broken')
+                # No connection after /health passed: the server went away; /health (and the service) next round.
                 self.result['reason'] = why
                 phase = 'health'
             self.result['phase'] = phase
             now = time.time()
             if now >= budget_deadline:
-                return self.fail('not ready after the whole budget of %.0f s (%s)' % (p['budget'], self.result['reason']))
+                return self.fail('not ready after the whole budget of %.0f s (%s)' % (p['budget'], self.result['reason']),
+                                 'budget')
             if now + p['interval'] > call_deadline:
                 return self.result
             time.sleep(p['interval'])

@@ -753,6 +753,19 @@ def test_fail_health_500(servers):
     assert server.get("/v1/models")[0] == 200
 
 
+def test_fail_chat_hangs(servers):
+    """Issue 27: /health answers 200 (the warm-up passed), yet an OpenAI completion never answers; SIGTERM ends it."""
+    server = servers(env={"SGLANG_DOUBLE_FAIL": "chat_hangs"})
+    server.wait_ready()
+    assert server.get("/health")[0] == 200 and "fired up" in server.log()
+    assert server.request("POST", "/generate", body={"text": "x"})[0] == 200
+    began = time.monotonic()
+    with pytest.raises(OSError):  # socket.timeout
+        server.request("POST", "/v1/chat/completions", body={"messages": [{"role": "user", "content": "x"}]}, timeout=1)
+    assert 0.9 <= time.monotonic() - began < 3
+    assert server.get("/health")[0] == 200
+
+
 # --------------------------------------------------------------------------- warm-up request (C21)
 def dead_proxy_env(**extra):
     """http_proxy/HTTP_PROXY at a closed port, no NO_PROXY: every proxied request fails at once."""

@@ -98,6 +98,17 @@ def test_never_healthy_fails_at_the_end_of_the_budget(double):
     assert result["last_status"] == 503
 
 
+def test_a_completion_that_hangs_after_health_fails_at_once_not_after_the_budget(double):
+    """Issue 27: /health answers 200 but a chat completion hangs (SGLANG_DOUBLE_FAIL=chat_hangs): broken, not "not
+    ready" - the gate fails after one smoke timeout, not at the end of its 900 s budget."""
+    port, started = double(SGLANG_DOUBLE_LOAD_SECONDS="0.2", SGLANG_DOUBLE_FAIL="chat_hangs")
+    result = gate(port, started, round_seconds=60, budget=900, smoke_timeout=3)
+    assert result.get("failed") is True and result["failure_kind"] == "broken", result
+    assert "the server is broken: /health answered 200, but smoke request 1 of 3 failed: no answer within 3 s" in result["msg"]
+    assert result["last_status"] == 200 and result["response"]["status"] is None
+    assert 3 <= result["elapsed"] < 15, result["elapsed"]
+
+
 def test_request_timeout_below_sglang_own_health_timeout_is_refused(double):
     port, started = double()
     result = gate(port, started, request_timeout=5)

@@ -4,15 +4,17 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
 # PRIVATE: this module_utils is private to the inferops.sglang collection; it can change at any time.
-"""The cutover role's decisions, as pure functions (filters cutover_decide, cutover_replica, cutover_outcome).
+"""The cutover role's decisions, as pure functions (filters cutover_decide, cutover_replica, cutover_check_failure,
+cutover_outcome).
 
 The role keeps its steps as tasks (a multi-node replica's ranks go through them in lock-step); what it concludes
 lives here. Its state is one host fact, ``__cutover`` (a dict), updated with ``combine`` at each step:
 
 - set by ``decide.yml``: ``host``, ``at`` (the last barrier reached), ``action`` (``start``, ``restart`` or
   ``none``), ``degraded`` (why the running server is degraded, or ''), ``failure``, ``failed_task``,
-  ``rollback_failure`` (text, '' when none), ``reboot_required``, ``rolled_back``, ``key_refused``, ``gate_passed``
-  (bools), ``failure_log`` (list of log lines), ``router_steps`` (dict step -> the router_worker result),
+  ``rollback_failure`` (text, '' when none), ``reboot_required``, ``rolled_back``, ``key_refused``, ``gate_passed``,
+  ``kept`` (bools; ``kept``: the check of an unchanged server failed, it was left serving), ``failure_log`` (list of
+  log lines), ``router_steps`` (dict step -> the router_worker result),
   ``previous`` (the known_good role's ``inferops_sglang_known_good``), and the run's inputs the outcome words:
   ``unit``, ``manager``, ``url`` (the probe URL), ``record`` (the record's path), ``node_rank`` (int), ``routed``
   (bool), ``router_url``, ``worker_url``, ``on_failure`` (``rollback`` or ``stop``), ``command`` (the unit's argv),
@@ -39,7 +41,11 @@ RECORD_OUTCOMES = {
     'stopped': 'cutover FAILED; the new server was left stopped',
     'failed': 'cutover FAILED; the rollback failed too',
     'degraded': 'FAILED: the running server is degraded and was left as it is (cutover_on_degraded=fail)',
+    'kept': ('FAILED: the check of the unchanged server failed, but it answers /health; it was left serving (not '
+             'stopped, not taken out of the router)'),
 }
+# server_health's failure_kind for a server that still answers /health: only the gate's check failed.
+SERVING_FAILURES = ('broken', 'refused')
 REBOOT_OUTCOME = ('cutover FAILED; a process stuck in the driver holds the GPUs: reboot needed. Neither the new server '
                   'nor the known-good one was started (no rollback start); the known-good configuration\'s files were '
                   'put back%s, so the reboot starts it.')
@@ -146,12 +152,54 @@ def cutover_replica(state, ranks, on_degraded='restart'):
     return {'action': action, 'failure': failure, 'failed_task': failed_task}
 
 
+def cutover_check_failure(result, task='', on_degraded='restart'):
+    """What a failed check of an unchanged, running server does (the rescue of the role's verify step): never make it
+    worse - a server that answers ``/health`` is never stopped or taken out of the router for a check of ours.
+
+    - The gate (module inferops.sglang.server_health; its result has ``failure_kind``) found the server answering
+      ``/health`` - ``failure_kind`` ``broken`` (a chat completion hung, answered 4xx/5xx or did not generate after
+      ``/health`` answered 200) or ``refused`` (the API key or TLS), or the budget ran out with the last ``/health``
+      answer 200: the server is kept as it is and the host fails with the gate's message (its answer, redacted).
+    - The gate found it not serving - ``service`` (the unit failed, exited or restarted), ``degraded`` (lost scheduler
+      processes), or ``/health`` not answering 200 within the budget: it is restarted onto the known-good
+      configuration (the rollback) with ``on_degraded`` ``restart``; with ``fail`` it is left as it is, degraded.
+    - Any other failed task (a stray that would not stop, the replica barrier, saving the known-good configuration):
+      the rollback, as before.
+
+    :param result: the failed task's result (``ansible_failed_result``): for the gate server_health's (``failure_kind``,
+        ``last_status`` int or None, ``msg``, ``reason``, ``response``), or the gate task's own (``state`` waiting)
+        when the controller's clock ended it.
+    :param task: the failed task's name.
+    :param on_degraded: ``restart`` or ``fail`` (``cutover_on_degraded``).
+    :returns: dict ``keep`` (bool: the server is left as it is, the host fails), ``degraded`` ('' or why the server is
+        not serving, when it is left degraded), ``failure`` (the host's failure, '' when not kept), ``failed_task``.
+    """
+    result = _dict(result)
+    leave = {'keep': False, 'degraded': '', 'failure': '', 'failed_task': ''}
+    if 'failure_kind' not in result:
+        return leave
+    kind = result.get('failure_kind')
+    reason = str(result.get('reason') or result.get('msg') or 'the gate failed')
+    serving = kind in SERVING_FAILURES or (kind in (None, 'budget') and result.get('last_status') == 200)
+    if serving:
+        return {'keep': True, 'degraded': '',
+                'failure': str(result.get('msg') or reason), 'failed_task': task or ''}
+    if on_degraded == 'restart':
+        return leave
+    why = reason if kind == 'degraded' else 'not serving: %s' % reason
+    return {'keep': True, 'degraded': why,
+            'failure': 'The running server is %s; cutover_on_degraded is fail, so it was left as it is' % why,
+            'failed_task': task or ''}
+
+
 def _outcome_word(state, failed, check_mode):
     """The outcome's one word (see ``cutover_outcome``)."""
     action = state.get('action', 'none')
     if failed:
         if state.get('degraded') and action == 'none':
             return 'degraded'
+        if _truth(state.get('kept', False)):
+            return 'kept'
         if _truth(state.get('rolled_back', False)):
             return 'rolled_back'
         return 'stopped' if state.get('on_failure') == 'stop' else 'failed'
@@ -228,6 +276,9 @@ def _failure_text(state, result):
         then = 'Nothing was started on the GPUs it holds (no rollback start): reboot the host, then run again.'
     elif result == 'degraded':
         then = 'Nothing was changed.'
+    elif result == 'kept':
+        then = ('The server answers /health, so only the check failed: it was left serving as it was (not stopped, '
+                'not taken out of the router). Look at the answer above.')
     elif _truth(state.get('rolled_back', False)):
         then = 'Rolled back to the last known-good configuration, healthy again after %.1f s.' % _elapsed(state)
     elif state.get('rollback_failure'):
@@ -295,7 +346,8 @@ def cutover_outcome(state, check_mode=False):
     :param state: the ``__cutover`` fact with ``gate``, ``mgr`` and ``stopped`` (see the module's docstring).
     :param check_mode: bool, the run is ``--check``.
     :returns: dict ``result`` (``deployed``, ``unchanged``, ``would_adopt``, ``would_start``, ``would_restart``,
-        ``degraded``, ``rolled_back``, ``stopped``, ``failed``), ``failed`` (bool), ``output`` (the declared output
+        ``degraded``, ``kept`` (an unchanged server failed the check but answers ``/health``: left serving),
+        ``rolled_back``, ``stopped``, ``failed``), ``failed`` (bool), ``output`` (the declared output
         ``inferops_sglang_cutover``), ``record`` (the deployment record's outcome line, Markdown), ``text`` (the final
         message: the report of a healthy host or of check mode, else the failed host's message) and ``plan`` (check
         mode's lines: ``cutover``, ``would_stop``, ``stray_servers``, ``compared_with``).

@@ -92,6 +92,11 @@ Failure modes (``SGLANG_DOUBLE_FAIL``):
     killing the launcher with SIGKILL leaves it running).
 ``health_500``
     once ready, /health and /health_generate answer 500.
+``chat_hangs``
+    /v1/chat/completions and /v1/completions take the request and never answer
+    (until the server drains, then 503), while /health and /generate work - the
+    warm-up passes and /health answers 200, yet a real completion hangs (a
+    server that "answered healthy" and is broken).
 
 Signals: SIGTERM or SIGINT to the launcher stops new work (/health and new
 generations answer 503), waits for in-flight requests (at most

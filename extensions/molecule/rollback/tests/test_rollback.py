@@ -179,6 +179,75 @@ class TestRollback:
         assert "SGLANG_DOUBLE_FAIL" not in host.file("/etc/sglang/sglang.env").content_string
         assert host.service(UNIT).is_running and health(host) == "200"
 
+    def test_a_generation_that_hangs_after_health_fails_fast_and_rolls_back(self, host, serving, tmp_path):
+        """Issue 27: the new server answers /health 200 (its warm-up passed), yet a chat completion hangs
+        (SGLANG_DOUBLE_FAIL=chat_hangs). Broken, not "not ready": the gate fails after one smoke timeout, in under 60 s
+        from the start (budget 900 s), and the known-good configuration serves again."""
+        rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(), "cutover_smoke_timeout": 20,
+                                         "service_environment": env_with(SGLANG_DOUBLE_FAIL="chat_hangs",
+                                                                         SGLANG_DOUBLE_LOAD_SECONDS="3")})
+        assert rc != 0
+        assert "Rolled back to the last known-good configuration" in out, out[-4000:]
+        failed_gate = json.loads(re.search(r'FAILED! => (\{.*"the server is broken: .*\})', out).group(1))
+        assert failed_gate["failure_kind"] == "broken" and failed_gate["last_status"] == 200, failed_gate
+        assert "no answer within 20 s (the generation hangs)" in failed_gate["reason"]
+        assert failed_gate["elapsed"] < 60, failed_gate["elapsed"]
+        print("chat_hangs: the gate failed %.1f s after the start (budget 900 s)" % failed_gate["elapsed"])
+        assert "the server is broken" in host.file(RECORD).content_string
+        assert "SGLANG_DOUBLE_FAIL" not in host.file("/etc/sglang/sglang.env").content_string
+        assert host.service(UNIT).is_running and health(host) == "200"
+
+    def test_a_thinking_model_is_adopted_and_never_stopped_by_a_failed_check(self, host, serving, tmp_path):
+        """Field case C36: a hand-started thinking model (--reasoning-parser kimi_k2) answers an 8-token completion with
+        content null, reasoning_content filled, finish_reason length. It is adopted (the gate counts that as
+        generation); a converged re-run keeps its MainPID. A re-run whose smoke check fails (max_tokens 0: an empty
+        completion) on the unchanged, healthy server fails the host with the answer and leaves the server serving:
+        same MainPID, /health 200."""
+        thinking = dict(reference_args(), **{"reasoning-parser": "kimi_k2"})
+        launch = open(os.path.join(REPO, "extensions", "molecule", "resources", "reference", "launch_command.txt")).read().strip()
+        host.run_expect([0], "systemctl stop %s", UNIT)
+        host.run_expect([0], "cd /root && setsid nohup env SGLANG_DOUBLE_LOAD_SECONDS=1 CUDA_HOME=/usr/local/cuda-13.0 "
+                             "LD_LIBRARY_PATH=/usr/local/cuda-13.0/lib64 SGLANG_ENABLE_SPEC_V2=1 "
+                             "PATH=/root/ml-env/bin:/usr/local/cuda-13.0/bin:/usr/bin:/bin %s --reasoning-parser kimi_k2 "
+                             ">/root/thinking.log 2>&1 < /dev/null &" % launch)
+        for dummy in range(60):
+            if health(host) == "200":
+                break
+            time.sleep(1)
+        chat = ("import json, urllib.request as u\n"
+                "r = u.Request('http://127.0.0.1:30000/v1/chat/completions', method='POST', "
+                "headers={'Content-Type': 'application/json'}, data=json.dumps({'model': 'default', 'max_tokens': 8, "
+                "'messages': [{'role': 'user', 'content': 'Reply with one word.'}]}).encode())\n"
+                "print(json.dumps(json.load(u.urlopen(r, timeout=30))['choices'][0]))")
+        choice = json.loads(host.check_output("python3 -c %s", chat))
+        assert choice["message"]["content"] is None and choice["message"]["reasoning_content"], choice
+        assert choice["finish_reason"] == "length"
+        try:
+            rc, out, dummy = site(tmp_path, {"service_server_args": thinking, "service_environment": env_with()})
+            assert rc == 0, out[-4000:]
+            assert "| sglang-host | 1 | deployed |" in out
+            adopted = main_pid(host)
+            assert "--reasoning-parser kimi_k2" in host.check_output("sh -c %s", "tr '\\0' ' ' < /proc/%d/cmdline" % adopted)
+
+            rc, out, dummy = site(tmp_path, {"service_server_args": thinking, "service_environment": env_with()})
+            assert rc == 0, out[-4000:]
+            assert "| sglang-host | 1 | unchanged |" in out and main_pid(host) == adopted
+
+            rc, out, dummy = site(tmp_path, {"service_server_args": thinking, "service_environment": env_with(),
+                                             "cutover_smoke_extra_body": {"max_tokens": 0}})
+            assert rc != 0
+            assert "the server is broken: /health answered 200, but smoke request 1 of 1 failed: the completion is empty" in out, out[-4000:]
+            assert "(answer: {" in out and "reasoning_content" in out      # the answer is shown
+            assert "it was left serving as it was (not stopped, not taken out of the router)" in out
+            assert "Rolled back" not in out
+            assert "it was left serving" in host.file(RECORD).content_string
+            assert main_pid(host) == adopted, "the healthy, unchanged server was restarted"
+            assert health(host) == "200"
+        finally:
+            # Back to the converged configuration for the cases that follow.
+            rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with()})
+            assert rc == 0, out[-3000:]
+
     def test_port_held_by_another_program_stops_the_run(self, host, serving, tmp_path):
         """Field case C07: a listener that is not SGLang; nothing is stopped, no restart loop."""
         host.run_expect([0], "systemctl stop %s", UNIT)

@@ -53,6 +53,9 @@ class Recording(BaseHTTPRequestHandler):
         self.server.seen.append({'method': self.command, 'path': self.path, 'body': body, 'at': time.time(),
                                  'headers': dict((k.lower(), v) for k, v in self.headers.items())})
         status, payload = self.answer(self.command, self.path, body)
+        if status is None:  # no answer: the connection is closed
+            self.close_connection = True
+            return
         data = b'' if payload is None else json.dumps(payload).encode('utf-8')
         self.send_response(status)
         self.send_header('Content-Type', 'application/json')
@@ -79,7 +82,9 @@ class Refuse502(Recording):
 
 
 class FakeSGLang(Recording):
-    """``server.api_key`` (None: none required); ``server.load`` is what ``/get_load`` reports."""
+    """``server.api_key`` (None: none required); ``server.load`` is what ``/get_load`` reports. ``chat`` (option):
+    what ``POST /v1/chat/completions`` does instead of answering - ``('hang', seconds)`` holds the request that long,
+    ``(status, body)`` answers that (``(None, None)``: closes the connection without an answer)."""
 
     def answer(self, method, path, body):
         key = self.server.options.get('api_key')
@@ -89,6 +94,12 @@ class FakeSGLang(Recording):
             return 200, None
         if path == '/v1/models':
             return 200, {'object': 'list', 'data': [{'id': 'fake-model', 'object': 'model'}]}
+        chat = self.server.options.get('chat')
+        if path == '/v1/chat/completions' and method == 'POST' and chat and chat[0] == 'hang':
+            time.sleep(chat[1])
+            return 503, {'object': 'error', 'message': 'late'}
+        if path == '/v1/chat/completions' and method == 'POST' and chat:
+            return chat
         if path == '/v1/chat/completions' and method == 'POST':
             return 200, {'choices': [{'message': {'role': 'assistant', 'content': 'Hello'}}],
                          'usage': {'completion_tokens': 1}}

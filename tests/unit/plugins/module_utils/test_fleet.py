@@ -161,3 +161,12 @@ def test_serial_is_the_plan_or_one_host_at_a_time(fleet, expected):
 def test_serial_rejects_a_bad_plan(sizes):
     with pytest.raises(ValueError, match='positive host counts'):
         f.serial({'plan': {'batch_sizes': sizes}})
+
+
+def test_summary_rows_a_kept_server_is_shown_as_kept_and_stops_the_rollout():
+    """Field case C36: the check of an unchanged server failed while it answers /health; it was left serving (result
+    'kept'), the host failed: the summary says kept, and the rollout stops after the batch."""
+    rows = f.summary_rows(['a', 'b'], [['a'], ['b']], {'a': {'result': 'kept', 'action': 'none'}},
+                          {'a': {'msg': 'SGLang on port 30000 is not healthy: the server is broken', 'task': 'Gate'}})
+    assert [(r['result'], r['ok']) for r in rows] == [('kept', False), ('not started', True)]
+    assert rows[0]['failure'] == 'SGLang on port 30000 is not healthy: the server is broken'

@@ -14,7 +14,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
-    cutover_decide, cutover_outcome, cutover_replica, live_files)
+    cutover_check_failure, cutover_decide, cutover_outcome, cutover_replica, live_files)
 
 
 SCHEDULERS = [{'main_pid': 42, 'members': [{'role': 'scheduler', 'title': 'sglang::scheduler_TP0'}]}]
@@ -103,6 +103,64 @@ def test_replica(own, ranks, on_degraded, expected):
     assert cutover_replica(own, ranks, on_degraded) == expected
 
 
+# ---- cutover_check_failure ------------------------------------------------------------------------------------------
+
+BROKEN_MSG = ('SGLang on port 30000 is not healthy: the server is broken: /health answered 200, but smoke request 1 of 1 '
+              'failed: HTTP 500 (answer: {"object": "error"}) after 0.4 s')
+
+
+def gate_result(kind, last_status=200, reason='why', msg=None):
+    return {'failed': True, 'state': 'failed', 'failure_kind': kind, 'last_status': last_status, 'reason': reason,
+            'msg': msg or 'SGLang on port 30000 is not healthy: %s' % reason}
+
+
+@pytest.mark.parametrize('result, on_degraded, expected', [
+    # Field case C36: only the smoke check failed on a server that answers /health - kept, whatever on_degraded says.
+    (gate_result('broken', msg=BROKEN_MSG), 'restart',
+     {'keep': True, 'degraded': '', 'failure': BROKEN_MSG, 'failed_task': 'Gate'}),
+    (gate_result('broken', msg=BROKEN_MSG), 'fail',
+     {'keep': True, 'degraded': '', 'failure': BROKEN_MSG, 'failed_task': 'Gate'}),
+    (gate_result('refused', reason='the key was refused (GET /v1/models answered 401)'), 'restart',
+     {'keep': True, 'degraded': '', 'failed_task': 'Gate',
+      'failure': 'SGLang on port 30000 is not healthy: the key was refused (GET /v1/models answered 401)'}),
+    # the budget ran out, yet /health answered 200 last: only the check failed
+    (gate_result('budget', reason='not ready after the whole budget of 900 s (smoke request 1 of 1 failed: no answer)'),
+     'restart', {'keep': True, 'degraded': '', 'failed_task': 'Gate', 'failure': 'SGLang on port 30000 is not healthy: '
+                 'not ready after the whole budget of 900 s (smoke request 1 of 1 failed: no answer)'}),
+    # the controller's clock ended the gate (state waiting, no failure_kind): the last /health answer decides
+    ({'state': 'waiting', 'failure_kind': None, 'last_status': 200, 'reason': 'r', 'failed': True}, 'restart',
+     {'keep': True, 'degraded': '', 'failure': 'r', 'failed_task': 'Gate'}),
+    ({'state': 'waiting', 'failure_kind': None, 'last_status': 503, 'reason': 'r', 'failed': True}, 'restart',
+     {'keep': False, 'degraded': '', 'failure': '', 'failed_task': ''}),
+    # not serving (exited, lost schedulers, /health failing): restarted onto the known-good configuration ...
+    (gate_result('service', last_status=None, reason='the unit failed'), 'restart',
+     {'keep': False, 'degraded': '', 'failure': '', 'failed_task': ''}),
+    (gate_result('degraded', reason=DEGRADED), 'restart', {'keep': False, 'degraded': '', 'failure': '', 'failed_task': ''}),
+    (gate_result('budget', last_status=503, reason='not ready'), 'restart',
+     {'keep': False, 'degraded': '', 'failure': '', 'failed_task': ''}),
+    # ... or with cutover_on_degraded=fail left as it is
+    (gate_result('degraded', reason=DEGRADED), 'fail',
+     {'keep': True, 'degraded': DEGRADED, 'failed_task': 'Gate',
+      'failure': 'The running server is %s; cutover_on_degraded is fail, so it was left as it is' % DEGRADED}),
+    (gate_result('budget', last_status=503, reason='not ready after the whole budget of 900 s (GET /health answered 503)'),
+     'fail', {'keep': True, 'failed_task': 'Gate',
+              'degraded': 'not serving: not ready after the whole budget of 900 s (GET /health answered 503)',
+              'failure': 'The running server is not serving: not ready after the whole budget of 900 s (GET /health '
+                         'answered 503); cutover_on_degraded is fail, so it was left as it is'}),
+    # another task failed (a stray that would not stop): the rollback, as before
+    ({'failed': True, 'msg': 'could not stop pid 7'}, 'restart', {'keep': False, 'degraded': '', 'failure': '', 'failed_task': ''}),
+    (None, 'fail', {'keep': False, 'degraded': '', 'failure': '', 'failed_task': ''}),
+])
+def test_check_failure_never_stops_a_server_that_answers_health(result, on_degraded, expected):
+    assert cutover_check_failure(result, 'Gate', on_degraded) == expected
+
+
+def test_a_kept_server_is_degraded_in_the_outcome_only_when_it_was_left_degraded():
+    left = cutover_check_failure(gate_result('degraded', reason=DEGRADED), 'Gate', 'fail')
+    outcome = cutover_outcome(state(action='none', failure=left['failure'], failed_task='Gate', degraded=left['degraded']))
+    assert outcome['result'] == 'degraded' and outcome['output']['degraded'] == DEGRADED
+
+
 # ---- cutover_outcome ------------------------------------------------------------------------------------------------
 
 def state(**changes):
@@ -153,6 +211,14 @@ FAILED = {'failure': 'the gate failed', 'failed_task': 'Gate'}
     ({'action': 'none', 'degraded': DEGRADED, 'failure': 'The running server is ...', 'failed_task': 'Look'}, False,
      'degraded', 'FAILED: the running server is degraded and was left as it is (cutover_on_degraded=fail)',
      "Cutover to sglang.service failed at 'Look': The running server is .... Nothing was changed.\nRecord: /root/r.md"),
+    # field case C36: the check of an unchanged server that answers /health failed - it was left serving
+    ({'action': 'none', 'failure': 'SGLang on port 30000 is not healthy: the server is broken', 'failed_task': 'Gate',
+      'kept': True}, False, 'kept',
+     'FAILED: the check of the unchanged server failed, but it answers /health; it was left serving (not stopped, not '
+     'taken out of the router)',
+     "Cutover to sglang.service failed at 'Gate': SGLang on port 30000 is not healthy: the server is broken. The server "
+     "answers /health, so only the check failed: it was left serving as it was (not stopped, not taken out of the "
+     "router). Look at the answer above.\nRecord: /root/r.md"),
     (dict(FAILED, reboot_required=True), False, 'failed',
      "cutover FAILED; a process stuck in the driver holds the GPUs: reboot needed. Neither the new server nor the "
      "known-good one was started (no rollback start); the known-good configuration's files were put back, so the "

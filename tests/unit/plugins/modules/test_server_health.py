@@ -168,3 +168,57 @@ def test_every_round_says_in_words_what_it_saw(sglang, capsys, tmp_path):
     code, out, raw = gate(capsys, tmp_path, sglang().port, budget=600)
     assert code == 0 and re.fullmatch(r'ready: /health ok, 2 chat completions ok, [0-2] s of 600 s', out['progress']), out
     assert 'progress' in yaml.safe_load(server_health.RETURN)
+
+
+@pytest.mark.parametrize('chat, words, body', [
+    (('hang', 4), 'smoke request 1 of 2 failed: no answer within 1 s (the generation hangs)', None),
+    ((500, {'object': 'error', 'message': 'Internal server error: CUDA error', 'api_key': KEY}),
+     'smoke request 1 of 2 failed: HTTP 500', 'Internal server error: CUDA error'),
+    ((400, {'object': 'error', 'message': 'chat template failed'}), 'smoke request 1 of 2 failed: HTTP 400',
+     'chat template failed'),
+    ((200, {'choices': [{'message': {'content': None}, 'finish_reason': 'stop'}], 'usage': {'completion_tokens': 0}}),
+     'smoke request 1 of 2 failed: the completion is empty', None),
+])
+def test_a_broken_generation_after_a_healthy_answer_fails_at_once(sglang, capsys, tmp_path, chat, words, body):
+    """Issue 27 item 2: /health answered 200, then a chat completion hangs, errs or does not generate - broken, not
+    "not ready": the gate fails at once (budget 900 s), says so, and returns the answer with the key masked."""
+    server = servers.serve(servers.FakeSGLang, api_key=KEY, chat=chat)
+    try:
+        began = time.time()
+        code, out, raw = gate(capsys, tmp_path, server.port, api_key=KEY, smoke_timeout=1)
+    finally:
+        server.stop()
+    assert time.time() - began < 8
+    assert code == 1 and out['state'] == 'failed' and out['failure_kind'] == 'broken', out
+    assert out['reason'].startswith('the server is broken: /health answered 200, but ' + words), out['reason']
+    assert re.search(r' after [0-9.]+ s$', out['reason'])
+    assert out['phase'] == 'smoke' and out['last_status'] == 200
+    assert len([s for s in server.seen if s['path'] == '/v1/chat/completions']) == 1
+    assert out['response']['status'] == (None if chat[0] == 'hang' else chat[0])
+    if body:
+        assert body in out['response']['body'] and body in out['reason']
+    assert KEY not in raw
+
+
+def test_a_closed_connection_after_a_healthy_answer_is_not_ready_yet(capsys, tmp_path):
+    """A server that went away after /health answered (it restarts): not broken; the gate goes back to /health."""
+    server = servers.serve(servers.FakeSGLang, chat=(None, None))
+    try:
+        code, out, raw = gate(capsys, tmp_path, server.port, round_seconds=0.5, budget=600, smoke_timeout=1)
+    finally:
+        server.stop()
+    assert code == 0 and out['state'] == 'waiting' and out['failure_kind'] is None, out
+    assert out['reason'].startswith('smoke request 1 of 2 failed: no answer: '), out['reason']
+    assert len([s for s in server.seen if s['path'] == '/health']) >= 2
+
+
+@pytest.mark.parametrize('status, timed_out, verdict, words', [
+    (None, True, 'broken', 'no answer within 20 s (the generation hangs)'),
+    (None, False, 'not_ready', 'no answer: [Errno 111] Connection refused'),
+    (503, False, 'broken', 'HTTP 503'),
+    (404, False, 'broken', 'HTTP 404'),
+])
+def test_smoke_verdict_tells_not_ready_from_broken(status, timed_out, verdict, words):
+    from ansible_collections.inferops.sglang.plugins.module_utils import _health
+    error = None if status else ('timed out' if timed_out else '[Errno 111] Connection refused')
+    assert _health.smoke_verdict(status, '', error, timed_out, 20.0) == (verdict, words, 0)

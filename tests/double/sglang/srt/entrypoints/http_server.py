@@ -537,6 +537,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._complete(req, _count_tokens(req["prompt"]), chat=False)
 
     def _complete(self, req: Dict[str, Any], prompt_tokens: int, chat: bool) -> None:
+        if "chat_hangs" in self.st.modes:
+            self._hang()
+            return
         if not self._run_generation(prompt_tokens):
             return
         max_tokens = req.get("max_completion_tokens", req.get("max_tokens"))
@@ -564,6 +567,14 @@ class _Handler(BaseHTTPRequestHandler):
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish, "matched_stop": None}
         self._json(200, {"id": rid, "object": obj, "created": int(time.time()), "model": model,
                          "choices": [choice], "usage": usage})
+
+    def _hang(self) -> None:
+        """SGLANG_DOUBLE_FAIL=chat_hangs: an OpenAI completion is taken and never answered (/health and /generate,
+        hence the warm-up, work). Held until the server drains (SIGTERM), then 503; the client's timeout ends it first."""
+        logger.warning("SGLANG_DOUBLE_FAIL=chat_hangs: holding an OpenAI completion request without an answer")
+        while not self.st.draining:
+            time.sleep(0.2)
+        self._openai_error(503, "The server is shutting down.", "ServiceUnavailableError")
 
     def _thinks(self, req: Dict[str, Any]) -> bool:
         """Whether a chat request gets the thinking model's reasoning first: a --reasoning-parser server, thinking not

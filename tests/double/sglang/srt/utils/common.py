@@ -22,7 +22,7 @@ from sglang.version import baked_fail_modes
 
 logger = logging.getLogger("sglang.double")
 
-KNOWN_FAIL_MODES = ("crash_during_load", "never_healthy", "child_ignores_sigterm", "health_500")
+KNOWN_FAIL_MODES = ("crash_during_load", "never_healthy", "child_ignores_sigterm", "health_500", "chat_hangs")
 
 
 # --------------------------------------------------------------------------- knobs
