@@ -19,7 +19,7 @@ description:
     C(id -Gn) print them), tries as that user whether it can read the interpreter and the models (C(runuser -u USER --
     test -r PATH), as C(nobody) for a user that does not exist yet), lists the GPU device nodes (C(/dev/nvidia*)) when
     O(devices) is set, and measures the free space of the working directory's file system.
-  - It also reads each model's C(config.json) (O(model_refs): a local directory, or a Hugging Face id through the hub
+  - It also reads each model's C(config.json) (O(model_refs), a local directory or a Hugging Face id through the hub
     cache O(hub_cache)) and looks up its architectures in the installed SGLang's model registry and Transformers'
     auto classes (O(sglang_site)), reading their source files without importing them; the role's plan checks them
     (tp against the heads, architecture, quantization).
@@ -185,7 +185,7 @@ models:
 model_configs:
   description:
     - Each of O(model_refs) with the C(config.json) read (C(path), V(null) when none), the keys the checks use of it
-      (C(config): architectures, heads, KV heads, C(kv_lora_rank), the C(quant_method) of C(quantization_config) and
+      (C(config), with architectures, heads, KV heads, C(kv_lora_rank), the C(quant_method) of C(quantization_config) and
       C(compression_config), the same of C(text_config); V(null) when not read) and C(note), why it was not read.
   returned: always
   type: list

@@ -20,8 +20,8 @@ import json
 import os
 import re
 
-from ansible_collections.inferops.sglang.plugins.module_utils import (
-    _model_config, _nvidia_smi, _sandbox, _secrets, _server_log, _supervisors)
+from ansible_collections.inferops.sglang.plugins.module_utils import _nvidia_smi, _sandbox, _secrets, _server_log, _supervisors
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import service_model
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
     args_to_argv, argv_to_args, invalid_environment, no_proxy_env, topology_defaults)
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline, identity
@@ -49,10 +49,6 @@ CHECK_VERSION = 'Check the SGLang version to install'
 CHECK_VENV = 'Check the SGLang venv of that version'
 CHECK_VENV_PIP = 'Check that the SGLang venv can get a pip'
 CHECK_SUPERVISOR_PIP = 'Check that the supervisor venv can get a pip'
-CHECK_DISAGG = 'Refuse prefill/decode (disaggregation) servers (not supported yet)'
-CHECK_MODEL_TP = "Check the tensor parallel size against the model's config.json"
-CHECK_MODEL_ARCH = "Check that the installed SGLang knows the model's architecture"
-CHECK_MODEL_QUANT = "Check --quantization against the model's config.json"
 
 MASK = '********'
 LOG_MODULE_DIR = '/usr/local/lib/inferops-sglang/python'
@@ -276,8 +272,7 @@ def service_plan(inputs, facts, seen=None):
         ``home``, ``working_directory``, ``files``, ``sandbox`` [[directive, value]], ``manager``, ``port`` int,
         ``scheme``, ``write_paths``, ...) and ``problems``: ``[{'check': name, 'message': text}]``, every pre-flight
         failure at once (the host reads' own failures first), each saying what to do; empty when the pre-flight passes;
-        ``warnings`` (list of str: GPUs left idle, an architecture only Transformers implements) and ``model_notes``
-        (list of str: what the model checks skipped), which do not stop the run;
+        ``warnings`` and ``model_notes`` (lists of str that do not stop the run: see ``service_model``);
         ``seed``: the same values for the only hand-started server as it runs (see :func:`_seed`), {} without one.
     :raises ValueError: when the wanted server's port, tp, dp or pp is not an integer.
     """
@@ -374,7 +369,7 @@ def _plan_inputs(inp, facts, seen):
     plan['env_unread'] = list(checked.get('env_names_unread') or []) if plan['sglang_managed'] else []
     plan['cache_env'], everything, plan['environment'] = _environment(
         inp, plan, facts, adopted_env, host, plan['env_unread'])
-    plan.update(_model_reads(inp, plan, facts))
+    plan.update(service_model.model_reads(plan, facts))
     plan['sglang_env_names'] = ([key for key in everything if key.startswith('SGLANG_') and key not in plan['cache_env']]
                                 if plan['sglang_managed'] else [])
     plan.update(_sandbox_of(inp, plan, facts))
@@ -388,103 +383,8 @@ def _plan_inputs(inp, facts, seen):
         if isinstance(entry.get('executable'), str)] + ([own_python] if own_python else [])
     plan['output'] = output(inp, plan, facts)
     plan['problems'] = problems(inp, plan, facts, seen)
-    plan['model_notes'], plan['warnings'] = _model_notes(inp, plan, facts, seen)
+    plan['model_notes'], plan['warnings'] = service_model.notes_and_warnings(inp, plan, facts, seen)
     return plan
-
-
-def _arg(plan, *names):
-    """A server argument (any of ``names``, SGLang's flag spellings without dashes) from the arguments, else from the
-    --config file; None when unset."""
-    for key, value in plan['args_map'].items():
-        if str(key).lstrip('-').replace('_', '-') in names and value is not None:
-            return value
-    values = cmdline.config_values(plan['config']) if isinstance(plan['config'], (str, dict)) else {}
-    for name in names:
-        if values.get('--' + name) is not None:
-            return values['--' + name]
-    return None
-
-
-def _model_reads(inp, plan, facts):
-    """What the host read needs for the model checks: the models as given (``model_refs``), their ``--revision``, the
-    server's Hugging Face hub cache (``hub_cache``) and the server interpreter's site-packages (``sglang_site``: the
-    facts' when the server runs the interpreter the facts probed, else the venv's ``lib/python*/site-packages``)."""
-    refs = [_text_or_empty(plan['args_map'].get(key)) for key in ('model-path', 'speculative-draft-model-path')]
-    home = '/root' if plan['user'] == 'root' else plan['home']
-    python = facts.get('python') or {}
-    interpreter = _text_or_empty(plan['command'][0])
-    if interpreter and interpreter == python.get('executable') and python.get('site_packages'):
-        site = list(python['site_packages'])
-    else:
-        site = [os.path.dirname(os.path.dirname(interpreter)) + '/lib/python*/site-packages'] if _abs(interpreter) else []
-    return {'model_refs': [ref for ref in refs if ref and ref is not True],
-            'model_revision': _text_or_empty(_arg(plan, 'revision')),
-            'hub_cache': _model_config.hub_cache_dir(plan['environment'], home if _abs(home) else None),
-            'sglang_site': site}
-
-
-def _model_configs(seen):
-    """(main, draft): the pre-flight's reads of the model's and the draft model's config.json, each
-    ``{'ref', 'path', 'config', 'note'}`` or None."""
-    read = _seen_result(seen, 'info').get('model_configs') or []
-    return (read[0] if read else None), (read[1] if len(read) > 1 else None)
-
-
-def _model_notes(inp, plan, facts, seen):
-    """(notes, warnings): what the model checks skipped (a model not found locally, a registry not found), and what
-    works but wastes or slows: GPUs that tp x pp x dp leaves idle, an architecture only Transformers implements."""
-    info = _seen_result(seen, 'info')
-    notes, warnings = [], []
-    for entry in info.get('model_configs') or []:
-        if entry.get('note'):
-            notes.append(entry['note'] + '.')
-    main, dummy = _model_configs(seen)
-    if main and main.get('config') and (info.get('registry') or {}).get('sglang') is None:
-        notes.append('The model registry of the server\'s SGLang (sglang/srt/models) was not found in %s: the '
-                     'architecture was not checked.' % _listing(plan['sglang_site']))
-    if main and main.get('config'):
-        warnings.extend(_architecture(plan, main, info)[1])
-    idle = _idle_gpus(plan, facts)
-    if idle:
-        warnings.append('tp %s x pp %s x dp %s uses %d of the %d GPUs of %s: GPU(s) %s stay idle. Set tp-size (or '
-                        'dp-size) so that tp x pp x dp uses them, or run another server on them.'
-                        % (plan['settings']['tp'], plan['settings']['pp'], plan['settings']['dp'], plan['gpus_needed'],
-                           facts.get('gpu_count'), (inp.get('host') or {}).get('name') or 'this host', _listing(idle)))
-    return notes, warnings
-
-
-def _idle_gpus(plan, facts):
-    """The indexes of the host's GPUs the server leaves idle (it takes ``gpus_needed`` from ``--base-gpu-id``, 0 by
-    default, in ``CUDA_VISIBLE_DEVICES`` order when the environment sets it); [] on a MIG host or when unknown."""
-    gpus = [gpu for gpu in facts.get('gpus') or [] if isinstance(gpu.get('index'), int)]
-    count = facts.get('gpu_count') or len(gpus)
-    if not gpus or _model_config.idle_gpus(count, plan['gpus_needed']) == 0:
-        return []
-    if any(str(gpu.get('mig_mode') or '').lower() == 'enabled' for gpu in gpus):
-        return []
-    order = [gpu['index'] for gpu in gpus]
-    visible = _text_or_empty(plan['environment'].get('CUDA_VISIBLE_DEVICES'))
-    if visible:
-        try:
-            order = [int(item) for item in visible.split(',') if item.strip()]
-        except ValueError:
-            return []
-    try:
-        base = int(_arg(plan, 'base-gpu-id') or 0)
-    except (TypeError, ValueError):
-        return []
-    used = set(order[base:base + plan['gpus_needed']])
-    return [gpu['index'] for gpu in gpus if gpu['index'] not in used]
-
-
-def _architecture(plan, main, info):
-    """architecture_problems of the model's config.json, unless --json-model-override-args sets its architectures."""
-    if 'architectures' in _text_or_empty(_arg(plan, 'json-model-override-args')):
-        return [], []
-    if 'SGLANG_EXTERNAL_MODEL_PACKAGE' in plan['environment']:
-        return [], []
-    return _model_config.architecture_problems(main['config'], info.get('registry'), main['path'],
-                                               _text_or_empty(_arg(plan, 'model-impl') or 'auto').lower())
 
 
 def _boot_text(plan, facts):
@@ -778,54 +678,6 @@ def _check_supervisor_pip(inp, plan, facts, seen):
                           inp['supervisor_venv'], venv_plan.get('venv_package')))
 
 
-def _check_disagg(inp, plan, facts, seen):
-    mode = _text_or_empty(_arg(plan, 'disaggregation-mode')).lower()
-    if mode not in ('prefill', 'decode'):
-        return ''
-    return ("--disaggregation-mode %s: prefill/decode servers are not supported by this collection yet (a %s server "
-            "does not answer a completion on its own, so the health gate could never pass). Run the prefill and decode "
-            "servers by hand and put them behind the router's PD mode (sglang_router --pd-disaggregation), or remove "
-            "disaggregation-mode from service_server_args. Nothing was changed." % (mode, mode))
-
-
-def _check_model_tp(inp, plan, facts, seen):
-    found = []
-    attn_dp = _positive(_arg(plan, 'attn-dp-size', 'attention-data-parallel-size'))
-    if attn_dp is None:
-        attn_dp = plan['settings']['dp'] if _arg(plan, 'enable-dp-attention') not in (None, False) else 1
-    attn_cp = _positive(_arg(plan, 'attn-cp-size', 'attention-context-parallel-size')) or 1
-    for entry in _model_configs(seen):
-        if entry and entry.get('config'):
-            found.extend(_model_config.tp_problems(entry['config'], plan['settings']['tp'], attn_dp * attn_cp,
-                                                   attn_dp * attn_cp > 1, entry['path']))
-    if not found:
-        return ''
-    return '%s. Set tp-size in service_server_args (or the --config file) to a size that divides them.' % '; '.join(
-        _unique(found))
-
-
-def _positive(value):
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        return None
-    return number if number > 0 else None
-
-
-def _check_model_arch(inp, plan, facts, seen):
-    main, dummy = _model_configs(seen)
-    if not (main and main.get('config')):
-        return ''
-    return ' '.join(_architecture(plan, main, _seen_result(seen, 'info'))[0])
-
-
-def _check_model_quant(inp, plan, facts, seen):
-    main, dummy = _model_configs(seen)
-    if not (main and main.get('config')):
-        return ''
-    return ' '.join(_model_config.quantization_problems(main['config'], _arg(plan, 'quantization'), main['path']))
-
-
 CHECKS = (
     (CHECK_INIT, _check_init), (CHECK_REPLICA, _check_replica), (CHECK_SECRET_FLAGS, _check_secret_flags),
     (CHECK_SECRET_ARGS, _check_secret_args), (CHECK_ADOPT_SECRETS, _check_adopt_secrets), (CHECK_ADOPT, _check_adopt),
@@ -833,9 +685,8 @@ CHECKS = (
     (CHECK_ADOPTED_ENV_READABLE, _check_adopted_env_readable), (CHECK_ADOPTED_ENV, _check_adopted_env),
     (CHECK_GPUS, _check_gpus), (CHECK_PORT, _check_port), (CHECK_FOREIGN, _check_foreign), (CHECK_PATHS, _check_paths),
     (CHECK_GPU_ACCESS, _check_gpu_access), (CHECK_VERSION, _check_version), (CHECK_VENV, _check_venv),
-    (CHECK_VENV_PIP, _check_venv_pip), (CHECK_SUPERVISOR_PIP, _check_supervisor_pip), (CHECK_DISAGG, _check_disagg),
-    (CHECK_MODEL_TP, _check_model_tp), (CHECK_MODEL_ARCH, _check_model_arch), (CHECK_MODEL_QUANT, _check_model_quant),
-)
+    (CHECK_VENV_PIP, _check_venv_pip), (CHECK_SUPERVISOR_PIP, _check_supervisor_pip),
+) + service_model.CHECKS  # the model's config.json and what the collection does not support yet
 
 
 def problems(inp, plan, facts, seen):

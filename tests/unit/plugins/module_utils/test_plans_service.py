@@ -14,7 +14,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.inferops.sglang.plugins.module_utils._plans import service
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import service, service_model
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.service import service_plan
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
@@ -279,33 +279,33 @@ def seen_models(*entries):
     (service.CHECK_SUPERVISOR_PIP, {'manager': 'supervisord'}, {},
      {'supervisor_venv': {'changed': True, 'route': None, 'package_manager': None, 'venv_package': 'python3-venv'}},
      ['h1 has no package manager', 'python3-venv', '/opt/inferops-sglang/supervisor']),
-    (service.CHECK_DISAGG, {'server_args': {'model-path': '/m', 'disaggregation-mode': 'prefill'}}, {}, None,
+    (service_model.CHECK_DISAGG, {'server_args': {'model-path': '/m', 'disaggregation-mode': 'prefill'}}, {}, None,
      ['--disaggregation-mode prefill', 'not supported', "router's PD mode", 'Nothing was changed']),
-    (service.CHECK_DISAGG, {'server_args': {'model-path': '/m', 'config': '/c.yaml'}}, {},
+    (service_model.CHECK_DISAGG, {'server_args': {'model-path': '/m', 'config': '/c.yaml'}}, {},
      {'config': {'config': {'content': 'disaggregation-mode: decode\n'}}}, ['--disaggregation-mode decode']),
     # C37: 64 heads and 8 KV heads, tp 3 on an 8-GPU host
-    (service.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/m', 'tp-size': 3}}, {}, MODEL_SEEN,
+    (service_model.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/m', 'tp-size': 3}}, {}, MODEL_SEEN,
      ['/models/m/config.json: num_attention_heads is 64', 'sizes that divide it: 1, 2, 4, 8, 16, 32, 64',
       'num_key_value_heads is 8', 'Set tp-size in service_server_args']),
-    (service.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/m', 'tp-size': 8, 'attn-dp-size': 3}}, {},
+    (service_model.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/m', 'tp-size': 8, 'attn-dp-size': 3}}, {},
      MODEL_SEEN, ['must divide --tp-size 8']),
-    (service.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/m', 'tp-size': 6, 'dp-size': 2,
+    (service_model.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/m', 'tp-size': 6, 'dp-size': 2,
                                               'enable-dp-attention': True}}, {}, MODEL_SEEN,
      ['an attention tp of 3']),
-    (service.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/m', 'tp-size': 16,
+    (service_model.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/m', 'tp-size': 16,
                                               'speculative-draft-model-path': '/models/d'}}, {},
      seen_models(MODEL, dict(MODEL, ref='/models/d', path='/models/d/config.json', config={'num_attention_heads': 24})),
      ['/models/d/config.json: num_attention_heads is 24']),
-    (service.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/k', 'tp-size': 3}}, {},
+    (service_model.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/k', 'tp-size': 3}}, {},
      seen_models(dict(MODEL, path='/models/k/config.json', config=KIMI)),
      ['text_config.num_attention_heads is 64']),
-    (service.CHECK_MODEL_ARCH, {}, {}, {'info': {'model_configs': [MODEL], 'registry': {
+    (service_model.CHECK_MODEL_ARCH, {}, {}, {'info': {'model_configs': [MODEL], 'registry': {
         'sglang': {'LlamaForCausalLM': False}, 'transformers': {'LlamaForCausalLM': False}}}},
      ['/models/m/config.json: architectures is [LlamaForCausalLM]', 'service_sglang_version']),
-    (service.CHECK_MODEL_ARCH, {'server_args': {'model-path': '/models/m', 'model-impl': 'sglang'}}, {},
+    (service_model.CHECK_MODEL_ARCH, {'server_args': {'model-path': '/models/m', 'model-impl': 'sglang'}}, {},
      {'info': {'model_configs': [MODEL], 'registry': {'sglang': {'LlamaForCausalLM': False}, 'transformers': None}}},
      ['--model-impl sglang forbids']),
-    (service.CHECK_MODEL_QUANT, {'server_args': {'model-path': '/models/m', 'quantization': 'awq'}}, {},
+    (service_model.CHECK_MODEL_QUANT, {'server_args': {'model-path': '/models/m', 'quantization': 'awq'}}, {},
      seen_models(dict(MODEL, config=dict(MODEL['config'], quantization_config={'quant_method': 'fp8'}))),
      ['/models/m/config.json: quantization_config.quant_method is fp8, but --quantization is awq', 'set it to fp8']),
 ])
@@ -321,8 +321,9 @@ def test_each_problem(check, role_inputs, host_facts, seen, words):
 def test_every_check_is_tested():
     source = open(__file__).read()
     for name, dummy in service.CHECKS:
-        constant = [key for key, value in vars(service).items() if key.startswith('CHECK_') and value == name][0]
-        assert 'service.%s,' % constant in source
+        module = [module for module in (service, service_model) if name in vars(module).values()][0]
+        constant = [key for key, value in vars(module).items() if key.startswith('CHECK_') and value == name][0]
+        assert '%s.%s,' % (module.__name__.rsplit('.', 1)[1], constant) in source
 
 
 def test_the_host_reads_fail_first_and_every_failure_comes_at_once():
@@ -453,7 +454,7 @@ def test_a_model_the_arguments_fit_passes(server_args, seen):
 
 def test_c37_tp_3_is_refused_and_tp_4_warns_of_the_idle_gpus():
     refused = service_plan(inputs(server_args={'model-path': '/models/m', 'tp-size': 3}), facts(**EIGHT_GPUS), MODEL_SEEN)
-    assert checks(refused) == [service.CHECK_MODEL_TP]
+    assert checks(refused) == [service_model.CHECK_MODEL_TP]
     plan = service_plan(inputs(server_args={'model-path': '/models/m', 'tp-size': 4}), facts(**EIGHT_GPUS), MODEL_SEEN)
     assert plan['problems'] == []
     assert plan['warnings'] == ['tp 4 x pp 1 x dp 1 uses 4 of the 8 GPUs of h1: GPU(s) 4, 5, 6, 7 stay idle. Set tp-size '
