@@ -87,7 +87,8 @@ def tp_problems(config, tp, dp=1, dp_attention=False, path='config.json'):
     attn_tp = tp
     if dp_attention and dp > 1:
         if tp % dp:
-            return ['the attention data parallel size (--attn-dp-size, or --dp-size with --enable-dp-attention) times --attn-cp-size, %d, must divide --tp-size %d' % (dp, tp)]
+            return ['the attention data parallel size (--attn-dp-size, or --dp-size with --enable-dp-attention) times '
+                    '--attn-cp-size, %d, must divide --tp-size %d' % (dp, tp)]
         attn_tp = tp // dp
     settings = text_config(config)
     prefix = 'text_config.' if settings is not config else ''
