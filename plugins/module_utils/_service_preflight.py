@@ -20,9 +20,12 @@ __metaclass__ = type
 
 import glob
 import grp
+import json
 import os
 import pwd
 import stat
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _model_config
 
 # The checks made here, by the name the pre-flight prints in front of each failure (one troubleshooting entry each).
 CHECK_CONFIG = 'Check that the --config file can be read'
@@ -34,6 +37,9 @@ CHECK_DISK = 'Check free disk space for caches'
 CHECKS = (CHECK_CONFIG, CHECK_MODELS, CHECK_USER, CHECK_USER_READS, CHECK_WORKDIR, CHECK_DISK)
 
 KIB_PER_GIB = 1048576
+# A config.json is a few KiB; a larger one is read up to this (and is not JSON then: a note, no check).
+CONFIG_JSON_MAX = 4 * 1048576
+TRANSFORMERS_AUTO = 'transformers/models/auto/modeling_auto.py'
 
 
 # ---- pure rules ---------------------------------------------------------------------------------------------------
@@ -210,14 +216,120 @@ def disk_free(path):
     return {'path': probe, 'free_kib': info.f_bavail * info.f_frsize // 1024}
 
 
+def _hub_snapshot(repo_dir, revision):
+    """The snapshot directory of ``revision`` (default ``main``) in a hub cache's repo directory: ``refs/REVISION``
+    holds the commit, ``snapshots/COMMIT`` the files (huggingface_hub's cache layout); a commit hash names its
+    snapshot directly. None when the cache has none."""
+    revision = revision or 'main'
+    ref = os.path.join(repo_dir, 'refs', revision)
+    commit = revision
+    if os.path.isfile(ref):
+        try:
+            with open(ref) as handle:
+                commit = handle.read().strip()
+        except (IOError, OSError):
+            return None
+    snapshot = os.path.join(repo_dir, 'snapshots', commit)
+    return snapshot if commit and '/' not in commit and os.path.isdir(snapshot) else None
+
+
+def read_model_configs(refs, working_directory, hub_cache, revision=None):
+    """Each model reference (``model-path``, ``speculative-draft-model-path`` as given) with its ``config.json``, as
+    ``[{'ref', 'path', 'config', 'note'}]``: ``path`` the file read (None when none), ``config`` its summary
+    (:func:`_model_config.config_summary`; None when not read), ``note`` why not ('' when read).
+
+    An absolute path is read as it is; a relative one from ``working_directory`` (as the server resolves it); a
+    Hugging Face id that is no local directory through the hub cache (``hub_cache``, its ``revision`` or ``main``)."""
+    found = []
+    for ref in refs or []:
+        if not ref:
+            continue
+        directory = ref if os.path.isabs(ref) else os.path.join(working_directory or '/', ref)
+        note = ''
+        if not os.path.isdir(directory):
+            repo = _model_config.hub_repo_dir(hub_cache, ref) if not os.path.isabs(ref) else None
+            snapshot = _hub_snapshot(repo, revision) if repo and os.path.isdir(repo) else None
+            if snapshot is None:
+                note = ('%s is no directory on this host%s: its config.json was not checked'
+                        % (ref, (' and not in the Hugging Face cache %s' % hub_cache) if repo else ''))
+                found.append({'ref': ref, 'path': None, 'config': None, 'note': note})
+                continue
+            directory = snapshot
+        path = model_config(directory)
+        try:
+            with open(path, 'rb') as handle:
+                data = json.loads(handle.read(CONFIG_JSON_MAX).decode('utf-8'))
+        except (IOError, OSError) as exc:
+            found.append({'ref': ref, 'path': path, 'config': None, 'note': '%s cannot be read: %s' % (path, exc)})
+            continue
+        except ValueError as exc:
+            found.append({'ref': ref, 'path': path, 'config': None, 'note': '%s is not JSON: %s' % (path, exc)})
+            continue
+        found.append({'ref': ref, 'path': path, 'config': _model_config.config_summary(data), 'note': ''})
+    return found
+
+
+def _first_dir(patterns, relative):
+    """The first existing ``PATTERN/relative`` of the site-packages patterns (globs), or None."""
+    for pattern in patterns or []:
+        for site in sorted(glob.glob(pattern)):
+            target = os.path.join(site, relative)
+            if os.path.exists(target):
+                return target
+    return None
+
+
+def read_registry(sites, architectures):
+    """Which of ``architectures`` the installed SGLang's model registry and Transformers' auto classes name, read from
+    their source files (nothing is imported): ``{'sglang_models': dir or None, 'sglang': {name: bool} or None,
+    'transformers_auto': file or None, 'transformers': {name: bool} or None}`` (None: not found on ``sites``, the
+    server interpreter's site-packages directories, globs allowed)."""
+    names = [name for name in architectures or [] if isinstance(name, str)]
+    models = _first_dir(sites, 'sglang/srt/models')
+    registered = None
+    if models and os.path.isdir(models):
+        registered = set()
+        for path in sorted(glob.glob(os.path.join(models, '*.py'))):
+            try:
+                with open(path, 'rb') as handle:
+                    text = handle.read().decode('utf-8', 'replace')
+            except (IOError, OSError):
+                continue
+            if 'EntryClass' in text:
+                registered.update(_model_config.entry_class_names(text))
+        if not registered:
+            models, registered = None, None
+    auto = _first_dir(sites, TRANSFORMERS_AUTO)
+    mapped = None
+    if auto:
+        try:
+            with open(auto, 'rb') as handle:
+                mapped = _model_config.transformers_names(handle.read().decode('utf-8', 'replace'))
+        except (IOError, OSError):
+            auto = None
+    return {'sglang_models': models, 'sglang': None if registered is None else dict((n, n in registered) for n in names),
+            'transformers_auto': auto, 'transformers': None if mapped is None else dict((n, n in mapped) for n in names)}
+
+
 def observe(wanted, run):
     """Everything the pre-flight reads on the host, for ``failures``; ``wanted`` as there, plus ``adopted_config``,
-    ``model_paths``, ``interpreter`` and ``devices`` (bool). ``run(argv)`` runs a command (exit status)."""
+    ``model_paths``, ``interpreter``, ``devices`` (bool), ``model_refs``, ``model_revision``, ``hub_cache`` and
+    ``sglang_site`` (the models' config.json and the registry, for the plan's model checks). ``run(argv)`` runs a command (exit status)."""
     user = lookup_user(wanted.get('user') or 'root')
     workdir = wanted.get('working_directory') or '/'
     model_paths = wanted.get('model_paths') or []
     reader = reader_of(user['name'], user['exists'])
+    model_configs = read_model_configs(wanted.get('model_refs'), workdir, wanted.get('hub_cache') or '',
+                                       wanted.get('model_revision') or None)
+    architectures = []
+    for entry in model_configs:
+        for name in (entry['config'] or {}).get('architectures') or []:
+            if isinstance(name, str) and name not in architectures:
+                architectures.append(name)
     return {
+        'model_configs': model_configs,
+        'registry': read_registry(wanted.get('sglang_site'), architectures) if architectures else
+        {'sglang_models': None, 'sglang': None, 'transformers_auto': None, 'transformers': None},
         'config': read_config(wanted.get('config') or ''),
         'adopted_config': read_config(wanted.get('adopted_config') or ''),
         'models': look_at_models(model_paths),

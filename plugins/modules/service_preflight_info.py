@@ -19,6 +19,10 @@ description:
     C(id -Gn) print them), tries as that user whether it can read the interpreter and the models (C(runuser -u USER --
     test -r PATH), as C(nobody) for a user that does not exist yet), lists the GPU device nodes (C(/dev/nvidia*)) when
     O(devices) is set, and measures the free space of the working directory's file system.
+  - It also reads each model's C(config.json) (O(model_refs), a local directory or a Hugging Face id through the hub
+    cache O(hub_cache)) and looks up its architectures in the installed SGLang's model registry and Transformers'
+    auto classes (O(sglang_site)), reading their source files without importing them; the role's plan checks them
+    (tp against the heads, architecture, quantization).
   - Every failed check is returned at once in RV(failures); the module itself does not fail on them, so that the
     role can report them together with its own checks, before anything on the host changes.
   - Read-only; never reports a change. The content of the C(--config) files may hold secrets (C(api-key)), so run the
@@ -44,6 +48,29 @@ options:
     default: ''
   model_paths:
     description: Absolute paths of the model directories (C(model-path), C(speculative-draft-model-path)).
+    type: list
+    elements: str
+    default: []
+  model_refs:
+    description:
+      - C(model-path) and C(speculative-draft-model-path) as given, whose C(config.json) is read into
+        RV(model_configs). An absolute path is read as it is, a relative one from O(working_directory); a Hugging Face
+        id that is no local directory is looked up in O(hub_cache), else skipped with a note.
+    type: list
+    elements: str
+    default: []
+  model_revision:
+    description: The C(--revision) of the model, looked up in the hub cache (C(refs/REVISION)); empty for C(main).
+    type: str
+    default: ''
+  hub_cache:
+    description: The server's Hugging Face hub cache directory (C(HF_HUB_CACHE), C(HF_HOME)/hub, C(~/.cache/huggingface/hub)); empty for none.
+    type: str
+    default: ''
+  sglang_site:
+    description:
+      - The site-packages directories (glob patterns allowed) of the server's interpreter, where C(sglang/srt/models)
+        and C(transformers/models/auto/modeling_auto.py) are looked for (RV(registry)).
     type: list
     elements: str
     default: []
@@ -155,6 +182,26 @@ models:
   type: list
   elements: dict
   sample: [{"path": "/models/llama", "exists": true, "readable": true}]
+model_configs:
+  description:
+    - Each of O(model_refs) with the C(config.json) read (C(path), V(null) when none), the keys the checks use of it
+      (C(config), with architectures, heads, KV heads, C(kv_lora_rank), the C(quant_method) of C(quantization_config) and
+      C(compression_config), the same of C(text_config); V(null) when not read) and C(note), why it was not read.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"ref": "/models/llama", "path": "/models/llama/config.json", "note": "",
+            "config": {"architectures": ["LlamaForCausalLM"], "num_attention_heads": 64, "num_key_value_heads": 8}}]
+registry:
+  description:
+    - Whether the installed SGLang's model registry (C(sglang), the C(EntryClass) names of C(sglang/srt/models/*.py)) and
+      Transformers' auto classes (C(transformers)) name each architecture of RV(model_configs); V(null) where the
+      package was not found (then nothing is checked against it). C(sglang_models) and C(transformers_auto) are the
+      paths read.
+  returned: always
+  type: dict
+  sample: {"sglang_models": "/opt/env/lib/python3.12/site-packages/sglang/srt/models",
+           "sglang": {"LlamaForCausalLM": true}, "transformers_auto": null, "transformers": null}
 user:
   description:
     - The service user's passwd entry (C(uid), C(gid), C(home), C(shell)) and C(groups), group names with the primary
@@ -209,6 +256,10 @@ def main():
             config=dict(type='str', default=''),
             adopted_config=dict(type='str', default=''),
             model_paths=dict(type='list', elements='str', default=[]),
+            model_refs=dict(type='list', elements='str', default=[]),
+            model_revision=dict(type='str', default=''),
+            hub_cache=dict(type='str', default=''),
+            sglang_site=dict(type='list', elements='str', default=[]),
             interpreter=dict(type='str', default=''),
             user=dict(type='str', default='root'),
             user_create=dict(type='bool', default=False),

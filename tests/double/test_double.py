@@ -1418,3 +1418,18 @@ def test_thinking_model_streams_reasoning_then_content(servers):
         assert deltas[0]["reasoning_content"].startswith("The user wants")
         assert "".join(d.get("content") or "" for d in deltas) == content
         assert chunks[-1]["choices"][0]["finish_reason"] == ("length" if budget == 8 else "stop")
+
+
+def test_model_registry_names_as_sglang_0_5_9_registers_them():
+    """The registry modules hold 0.5.9's EntryClass lines for the reference model and its EAGLE3 draft; importing them
+    (as SGLang's import_model_classes does) gives the classes of those names."""
+    import importlib
+    names = {}
+    for path in sorted((HERE / "sglang" / "srt" / "models").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        module = importlib.import_module("sglang.srt.models." + path.stem)
+        names[path.stem] = [cls.__name__ for cls in module.EntryClass]
+        assert re.search(r"^EntryClass = \[", path.read_text(), re.M), path
+    assert names == {"deepseek_v2": ["DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"],
+                     "llama_eagle3": ["LlamaForCausalLMEagle3"]}

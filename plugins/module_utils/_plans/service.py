@@ -21,6 +21,7 @@ import os
 import re
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _nvidia_smi, _sandbox, _secrets, _server_log, _supervisors
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import service_model
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
     args_to_argv, argv_to_args, invalid_environment, no_proxy_env, topology_defaults)
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline, identity
@@ -271,6 +272,7 @@ def service_plan(inputs, facts, seen=None):
         ``home``, ``working_directory``, ``files``, ``sandbox`` [[directive, value]], ``manager``, ``port`` int,
         ``scheme``, ``write_paths``, ...) and ``problems``: ``[{'check': name, 'message': text}]``, every pre-flight
         failure at once (the host reads' own failures first), each saying what to do; empty when the pre-flight passes;
+        ``warnings`` and ``model_notes`` (lists of str that do not stop the run: see ``service_model``);
         ``seed``: the same values for the only hand-started server as it runs (see :func:`_seed`), {} without one.
     :raises ValueError: when the wanted server's port, tp, dp or pp is not an integer.
     """
@@ -367,6 +369,7 @@ def _plan_inputs(inp, facts, seen):
     plan['env_unread'] = list(checked.get('env_names_unread') or []) if plan['sglang_managed'] else []
     plan['cache_env'], everything, plan['environment'] = _environment(
         inp, plan, facts, adopted_env, host, plan['env_unread'])
+    plan.update(service_model.model_reads(plan, facts))
     plan['sglang_env_names'] = ([key for key in everything if key.startswith('SGLANG_') and key not in plan['cache_env']]
                                 if plan['sglang_managed'] else [])
     plan.update(_sandbox_of(inp, plan, facts))
@@ -381,6 +384,7 @@ def _plan_inputs(inp, facts, seen):
         if isinstance(entry.get('executable'), str)] + ([own_python] if own_python else [])
     plan['output'] = output(inp, plan, facts)
     plan['problems'] = problems(inp, plan, facts, seen)
+    plan['model_notes'], plan['warnings'] = service_model.notes_and_warnings(inp, plan, facts, seen)
     return plan
 
 
@@ -683,7 +687,7 @@ CHECKS = (
     (CHECK_GPUS, _check_gpus), (CHECK_PORT, _check_port), (CHECK_FOREIGN, _check_foreign), (CHECK_PATHS, _check_paths),
     (CHECK_GPU_ACCESS, _check_gpu_access), (CHECK_VERSION, _check_version), (CHECK_VENV, _check_venv),
     (CHECK_VENV_PIP, _check_venv_pip), (CHECK_SUPERVISOR_PIP, _check_supervisor_pip),
-)
+) + service_model.CHECKS  # the model's config.json and what the collection does not support yet
 
 
 def problems(inp, plan, facts, seen):

@@ -14,7 +14,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.inferops.sglang.plugins.module_utils._plans import service
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import service, service_model
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.service import service_plan
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
@@ -218,6 +218,17 @@ def test_a_skipped_read_counts_as_not_read():
 # ---- problems ---------------------------------------------------------------------------------------------------------
 
 GPU_DEVICE = {'path': '/dev/nvidia0', 'mode': '0660', 'pw_name': 'root', 'gr_name': 'video'}
+# What service_preflight_info read of the model: C37's heads, an architecture the registry knows.
+MODEL = {'ref': '/models/m', 'path': '/models/m/config.json', 'note': '',
+         'config': {'architectures': ['LlamaForCausalLM'], 'num_attention_heads': 64, 'num_key_value_heads': 8}}
+KIMI = {'architectures': ['KimiK25ForConditionalGeneration'],
+        'text_config': {'num_attention_heads': 64, 'num_key_value_heads': 64, 'kv_lora_rank': 512}}
+REGISTRY = {'sglang': {'LlamaForCausalLM': True, 'KimiK25ForConditionalGeneration': True}, 'transformers': None}
+MODEL_SEEN = {'info': {'model_configs': [MODEL], 'registry': REGISTRY}}
+
+
+def seen_models(*entries):
+    return {'info': {'model_configs': list(entries), 'registry': REGISTRY}}
 
 
 @pytest.mark.parametrize('check, role_inputs, host_facts, seen, words', [
@@ -280,6 +291,35 @@ GPU_DEVICE = {'path': '/dev/nvidia0', 'mode': '0660', 'pw_name': 'root', 'gr_nam
     (service.CHECK_SUPERVISOR_PIP, {'manager': 'supervisord'}, {},
      {'supervisor_venv': {'changed': True, 'route': None, 'package_manager': None, 'venv_package': 'python3-venv'}},
      ['h1 has no package manager', 'python3-venv', '/opt/inferops-sglang/supervisor']),
+    (service_model.CHECK_DISAGG, {'server_args': {'model-path': '/m', 'disaggregation-mode': 'prefill'}}, {}, None,
+     ['--disaggregation-mode prefill', 'not supported', "router's PD mode", 'Nothing was changed']),
+    (service_model.CHECK_DISAGG, {'server_args': {'model-path': '/m', 'config': '/c.yaml'}}, {},
+     {'config': {'config': {'content': 'disaggregation-mode: decode\n'}}}, ['--disaggregation-mode decode']),
+    # C37: 64 heads and 8 KV heads, tp 3 on an 8-GPU host
+    (service_model.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/m', 'tp-size': 3}}, {}, MODEL_SEEN,
+     ['/models/m/config.json: num_attention_heads is 64', 'sizes that divide it: 1, 2, 4, 8, 16, 32, 64',
+      'num_key_value_heads is 8', 'Set tp-size in service_server_args']),
+    (service_model.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/m', 'tp-size': 8, 'attn-dp-size': 3}}, {},
+     MODEL_SEEN, ['must divide --tp-size 8']),
+    (service_model.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/m', 'tp-size': 6, 'dp-size': 2,
+                                                    'enable-dp-attention': True}}, {}, MODEL_SEEN,
+     ['an attention tp of 3']),
+    (service_model.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/m', 'tp-size': 16,
+                                                    'speculative-draft-model-path': '/models/d'}}, {},
+     seen_models(MODEL, dict(MODEL, ref='/models/d', path='/models/d/config.json', config={'num_attention_heads': 24})),
+     ['/models/d/config.json: num_attention_heads is 24']),
+    (service_model.CHECK_MODEL_TP, {'server_args': {'model-path': '/models/k', 'tp-size': 3}}, {},
+     seen_models(dict(MODEL, path='/models/k/config.json', config=KIMI)),
+     ['text_config.num_attention_heads is 64']),
+    (service_model.CHECK_MODEL_ARCH, {}, {}, {'info': {'model_configs': [MODEL], 'registry': {
+        'sglang': {'LlamaForCausalLM': False}, 'transformers': {'LlamaForCausalLM': False}}}},
+     ['/models/m/config.json: architectures is [LlamaForCausalLM]', 'service_sglang_version']),
+    (service_model.CHECK_MODEL_ARCH, {'server_args': {'model-path': '/models/m', 'model-impl': 'sglang'}}, {},
+     {'info': {'model_configs': [MODEL], 'registry': {'sglang': {'LlamaForCausalLM': False}, 'transformers': None}}},
+     ['--model-impl sglang forbids']),
+    (service_model.CHECK_MODEL_QUANT, {'server_args': {'model-path': '/models/m', 'quantization': 'awq'}}, {},
+     seen_models(dict(MODEL, config=dict(MODEL['config'], quantization_config={'quant_method': 'fp8'}))),
+     ['/models/m/config.json: quantization_config.quant_method is fp8, but --quantization is awq', 'set it to fp8']),
 ])
 def test_each_problem(check, role_inputs, host_facts, seen, words):
     plan = service_plan(inputs(**role_inputs), facts(**host_facts), seen)
@@ -293,8 +333,9 @@ def test_each_problem(check, role_inputs, host_facts, seen, words):
 def test_every_check_is_tested():
     source = open(__file__).read()
     for name, dummy in service.CHECKS:
-        constant = [key for key, value in vars(service).items() if key.startswith('CHECK_') and value == name][0]
-        assert 'service.%s,' % constant in source
+        module = [module for module in (service, service_model) if name in vars(module).values()][0]
+        constant = [key for key, value in vars(module).items() if key.startswith('CHECK_') and value == name][0]
+        assert '%s.%s,' % (module.__name__.rsplit('.', 1)[1], constant) in source
 
 
 def test_the_host_reads_fail_first_and_every_failure_comes_at_once():
@@ -400,3 +441,80 @@ def test_log_level_any_logging_name_and_no_logging_config_for_an_interpreter_tha
     assert plan['environment']['SGLANG_LOGGING_CONFIG_PATH'].endswith('-logging.json')
     isolated = service.service_plan(inputs(entry_point=['-I', '-m', 'sglang.launch_server']), FACTS)
     assert 'SGLANG_LOGGING_CONFIG_PATH' not in isolated['environment'], isolated['command']
+
+
+# ---- the model checks: what passes, what is only a warning or a note --------------------------------------------------
+
+EIGHT_GPUS = {'gpus': [{'index': i, 'mig_mode': 'Disabled'} for i in range(8)], 'gpu_count': 8}
+
+
+@pytest.mark.parametrize('server_args, seen', [
+    ({'model-path': '/models/m', 'tp-size': 8}, MODEL_SEEN),
+    ({'model-path': '/models/k', 'tp-size': 8}, seen_models(dict(MODEL, config=KIMI))),   # MLA: KV heads not split
+    ({'model-path': '/models/m', 'tp-size': 3}, None),                                   # nothing read: nothing known
+    ({'model-path': '/models/m', 'tp-size': 3}, seen_models(dict(MODEL, config=None, note='not here'))),
+    ({'model-path': '/models/m', 'tp-size': 8, 'quantization': 'fp8'}, MODEL_SEEN),      # online quantization
+    ({'model-path': '/models/m', 'tp-size': 8, 'json-model-override-args': '{"architectures": ["X"]}'},
+     {'info': {'model_configs': [MODEL], 'registry': {'sglang': {'LlamaForCausalLM': False}, 'transformers': None}}}),
+    ({'model-path': '/models/m', 'tp-size': 8, 'disaggregation-mode': 'null'}, MODEL_SEEN),
+])
+def test_a_model_the_arguments_fit_passes(server_args, seen):
+    plan = service_plan(inputs(server_args=server_args), facts(**EIGHT_GPUS), seen)
+    assert plan['problems'] == []
+    assert [text for text in plan['warnings'] if 'stay idle' not in text] == []
+
+
+def test_c37_tp_3_is_refused_and_tp_4_warns_of_the_idle_gpus():
+    refused = service_plan(inputs(server_args={'model-path': '/models/m', 'tp-size': 3}), facts(**EIGHT_GPUS), MODEL_SEEN)
+    assert checks(refused) == [service_model.CHECK_MODEL_TP]
+    plan = service_plan(inputs(server_args={'model-path': '/models/m', 'tp-size': 4}), facts(**EIGHT_GPUS), MODEL_SEEN)
+    assert plan['problems'] == []
+    assert plan['warnings'] == ['tp 4 x pp 1 x dp 1 uses 4 of the 8 GPUs of h1: GPU(s) 4, 5, 6, 7 stay idle. Set tp-size '
+                                '(or dp-size) so that tp x pp x dp uses them, or run another server on them.']
+
+
+@pytest.mark.parametrize('server_args, environment, gpus, idle', [
+    ({'tp-size': 2, 'base-gpu-id': 2}, {}, EIGHT_GPUS, '0, 1, 4, 5, 6, 7'),
+    ({'tp-size': 2}, {'CUDA_VISIBLE_DEVICES': '6,7'}, EIGHT_GPUS, '0, 1, 2, 3, 4, 5'),
+    ({'tp-size': 4, 'dp-size': 2}, {}, EIGHT_GPUS, None),
+    ({'tp-size': 2}, {}, {'gpus': [{'index': i, 'mig_mode': 'Enabled'} for i in range(8)], 'gpu_count': 8}, None),
+])
+def test_which_gpus_stay_idle(server_args, environment, gpus, idle):
+    plan = service_plan(inputs(server_args=dict(server_args, **{'model-path': '/models/m'}), environment=environment),
+                        facts(**gpus), MODEL_SEEN)
+    if idle is None:
+        assert plan['warnings'] == []
+    else:
+        assert 'GPU(s) %s stay idle' % idle in plan['warnings'][0]
+
+
+def test_an_architecture_only_transformers_knows_is_a_warning():
+    seen = {'info': {'model_configs': [MODEL], 'registry': {'sglang': {'LlamaForCausalLM': False},
+                                                            'transformers': {'LlamaForCausalLM': True}}}}
+    plan = service_plan(inputs(server_args={'model-path': '/models/m', 'tp-size': 2}), facts(), seen)
+    assert plan['problems'] == []
+    assert 'falls back to the Transformers implementation' in plan['warnings'][0]
+
+
+def test_notes_say_what_the_model_checks_skipped():
+    seen = {'info': {'model_configs': [dict(MODEL, ref='org/m', path=None, config=None,
+                                            note='org/m is no directory on this host: its config.json was not checked')],
+                     'registry': {'sglang': None, 'transformers': None}}}
+    plan = service_plan(inputs(server_args={'model-path': 'org/m', 'tp-size': 2}), facts(), seen)
+    assert plan['model_notes'] == ['org/m is no directory on this host: its config.json was not checked.']
+    plan = service_plan(inputs(server_args={'model-path': '/models/m', 'tp-size': 2}), facts(),
+                        {'info': {'model_configs': [MODEL], 'registry': {'sglang': None, 'transformers': None}}})
+    assert plan['model_notes'] == ['The model registry of the server\'s SGLang (sglang/srt/models) was not found in '
+                                   '/root/ml-env/lib/python*/site-packages: the architecture was not checked.']
+
+
+def test_what_the_host_read_is_given_for_the_models():
+    plan = service_plan(inputs(server_args={'model-path': 'org/m', 'speculative-draft-model-path': '/d', 'revision': 'v1'},
+                               environment={'HF_HOME': '/hf'}), facts())
+    assert (plan['model_refs'], plan['model_revision'], plan['hub_cache']) == (['org/m', '/d'], 'v1', '/hf/hub')
+    assert plan['sglang_site'] == ['/root/ml-env/lib/python*/site-packages']
+    probed = facts(python={'executable': '/root/ml-env/bin/python3', 'pythonpath': '',
+                           'site_packages': ['/root/ml-env/lib/python3.12/site-packages']})
+    plan = service_plan(inputs(user='sglang', working_directory='/srv'), probed)
+    assert plan['sglang_site'] == ['/root/ml-env/lib/python3.12/site-packages']
+    assert plan['hub_cache'] == '/var/cache/sglang/.cache/huggingface/hub'

@@ -11,6 +11,8 @@ import grp
 import os
 import pwd
 
+import pytest
+
 from ansible_collections.inferops.sglang.plugins.module_utils import _service_preflight as sp
 
 WANTED = {'host': 'h1', 'config': '', 'user': 'root', 'user_create': False, 'cache_dir': '/var/cache/sglang',
@@ -142,3 +144,79 @@ def test_gpu_devices_in_the_shape_gpu_device_access_reads(tmp_path):
 def test_disk_free_of_a_directory_not_created_yet(tmp_path):
     found = sp.disk_free(str(tmp_path / 'a' / 'b'))
     assert found['path'] == str(tmp_path) and found['free_kib'] > 0
+
+
+# ---- the models' config.json and the installed SGLang's model registry -------------------------------------------------
+
+def _model(directory, text=u'{"architectures": ["LlamaForCausalLM"], "num_attention_heads": 64, "vocab_size": 9}'):
+    directory.mkdir(parents=True)
+    (directory / 'config.json').write_text(text)
+    return directory
+
+
+def _hub(tmp_path, repo='org--m', commit='abc123'):
+    cache = tmp_path / 'hub'
+    _model(cache / ('models--' + repo) / 'snapshots' / commit)
+    (cache / ('models--' + repo) / 'refs').mkdir()
+    (cache / ('models--' + repo) / 'refs' / 'main').write_text(u'%s\n' % commit)
+    return cache
+
+
+@pytest.mark.parametrize('ref, where, read, note', [
+    ('ABS', None, 'ABS/config.json', ''),                                    # an absolute directory
+    ('m', 'WORK', 'WORK/m/config.json', ''),                                # relative to the working directory
+    ('org/m', 'WORK', 'HUB/models--org--m/snapshots/abc123/config.json', ''),  # a hub id through the cache
+    ('org/other', 'WORK', None, 'org/other is no directory on this host and not in the Hugging Face cache HUB'),
+    ('/nowhere', None, None, '/nowhere is no directory on this host: its config.json was not checked'),
+])
+def test_read_model_configs(tmp_path, ref, where, read, note):
+    absolute = _model(tmp_path / 'abs')
+    _model(tmp_path / 'work' / 'm')
+    cache = _hub(tmp_path)
+    names = {'ABS': str(absolute), 'WORK': str(tmp_path / 'work'), 'HUB': str(cache)}
+
+    def named(text):
+        for key, value in names.items():
+            text = text.replace(key, value)
+        return text
+    found = sp.read_model_configs([named(ref)], str(tmp_path / 'work'), str(cache))[0]
+    assert found['path'] == (named(read) if read else None)
+    assert found['note'].startswith(named(note))
+    if read:
+        assert found['config'] == {'architectures': ['LlamaForCausalLM'], 'num_attention_heads': 64}
+    else:
+        assert found['config'] is None
+
+
+def test_a_hub_revision_and_an_unreadable_config(tmp_path):
+    cache = _hub(tmp_path, commit='c0ffee')
+    assert sp.read_model_configs(['org/m'], '/', str(cache), 'c0ffee')[0]['config'] is not None
+    assert sp.read_model_configs(['org/m'], '/', str(cache), 'v9')[0]['config'] is None
+    bad = _model(tmp_path / 'bad', u'{not json')
+    assert 'is not JSON' in sp.read_model_configs([str(bad)], '/', '')[0]['note']
+    assert sp.read_model_configs(['', None], '/', '') == []
+
+
+def test_read_registry_from_the_source_files(tmp_path):
+    site = tmp_path / 'lib' / 'python3.12' / 'site-packages'
+    models = site / 'sglang' / 'srt' / 'models'
+    models.mkdir(parents=True)
+    (models / 'llama.py').write_text(u'class LlamaForCausalLM:\n    pass\n\nEntryClass = [LlamaForCausalLM]\n')
+    (models / 'registry.py').write_text(u'if hasattr(module, "EntryClass"):\n    entry = module.EntryClass\n')
+    auto = site / 'transformers' / 'models' / 'auto'
+    auto.mkdir(parents=True)
+    (auto / 'modeling_auto.py').write_text(u'NAMES = [("new", "NewForCausalLM")]\n')
+    found = sp.read_registry([str(tmp_path / 'lib' / 'python*' / 'site-packages')], ['LlamaForCausalLM', 'NewForCausalLM'])
+    assert found == {'sglang_models': str(models), 'sglang': {'LlamaForCausalLM': True, 'NewForCausalLM': False},
+                     'transformers_auto': str(auto / 'modeling_auto.py'),
+                     'transformers': {'LlamaForCausalLM': False, 'NewForCausalLM': True}}
+    assert sp.read_registry([str(tmp_path / 'none')], ['LlamaForCausalLM']) == {
+        'sglang_models': None, 'sglang': None, 'transformers_auto': None, 'transformers': None}
+
+
+def test_observe_reads_the_models_and_the_registry_of_their_architectures(tmp_path):
+    model = _model(tmp_path / 'm')
+    seen = sp.observe({'working_directory': str(tmp_path), 'model_refs': [str(model)], 'sglang_site': []},
+                      lambda argv: 0)
+    assert seen['model_configs'][0]['config']['architectures'] == ['LlamaForCausalLM']
+    assert seen['registry']['sglang'] is None

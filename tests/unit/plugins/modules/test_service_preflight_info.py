@@ -66,3 +66,23 @@ def test_without_runuser_every_path_is_unreadable(tmp_path, capsys, monkeypatch)
     result = run_module({'interpreter': '/usr/bin/python3', 'user': 'nobody', 'working_directory': str(tmp_path)},
                         capsys)
     assert result['unreadable'] == ['/usr/bin/python3']
+
+
+def test_the_models_config_json_and_the_registry_in_one_call(tmp_path, capsys):
+    """C37's model, read through the module as the role calls it: the keys the plan checks, and the registry of the
+    server's SGLang read from its source files."""
+    model = tmp_path / 'm'
+    model.mkdir()
+    (model / 'config.json').write_text(u'{"architectures": ["LlamaForCausalLM"], "num_attention_heads": 64, '
+                                       u'"num_key_value_heads": 8, "rope_theta": 500000}')
+    models = tmp_path / 'venv' / 'lib' / 'python3.12' / 'site-packages' / 'sglang' / 'srt' / 'models'
+    models.mkdir(parents=True)
+    (models / 'llama.py').write_text(u'EntryClass = [LlamaForCausalLM]\n')
+    result = run_module({'model_paths': [str(model)], 'model_refs': [str(model), 'org/not-here'],
+                         'hub_cache': str(tmp_path / 'hub'), 'working_directory': str(tmp_path),
+                         'sglang_site': [str(tmp_path / 'venv' / 'lib' / 'python*' / 'site-packages')]}, capsys)
+    assert result['model_configs'][0] == {
+        'ref': str(model), 'path': str(model / 'config.json'), 'note': '',
+        'config': {'architectures': ['LlamaForCausalLM'], 'num_attention_heads': 64, 'num_key_value_heads': 8}}
+    assert result['model_configs'][1]['config'] is None and 'not in the Hugging Face cache' in result['model_configs'][1]['note']
+    assert result['registry']['sglang'] == {'LlamaForCausalLM': True} and result['registry']['sglang_models'] == str(models)
