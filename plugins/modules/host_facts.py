@@ -862,6 +862,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils import _http
 from ansible_collections.inferops.sglang.plugins.module_utils import (
     _cuda_toolkit,
     _host_init,
+    _gpu_health,
     _nvidia_smi,
     _procfs,
     _python_probe,
@@ -1050,13 +1051,13 @@ class HostFacts(object):
 
         # The full query as XML: the GPUs' health (fabric, recovery action, row remaps, ECC, persistence) and the
         # driver's CUDA version; drivers whose XML lacks an element leave its key None.
-        rc, out, err = self.run([smi] + _nvidia_smi.query_xml_args())
-        health = _nvidia_smi.parse_query_xml(out) if rc == 0 else None
+        rc, out, err = self.run([smi] + _gpu_health.query_xml_args())
+        health = _gpu_health.parse_query_xml(out) if rc == 0 else None
         if health is None:
             self.module.warn('%s -q -x failed (rc=%s): %s; the GPUs\' health (fabric, recovery action, ECC) is unknown.'
                              % (smi, rc, _nvidia_smi.smi_failure_message(out + '\n' + err)))
-        _nvidia_smi.add_gpu_health(gpus, health)
-        facts['fabric'] = _nvidia_smi.fabric_summary(gpus)
+        _gpu_health.add_gpu_health(gpus, health)
+        facts['fabric'] = _gpu_health.fabric_summary(gpus)
         cuda = (health or {}).get('cuda_version')
         if facts['driver_version'] is None:
             facts['driver_version'] = (health or {}).get('driver_version')
@@ -1190,10 +1191,10 @@ class HostFacts(object):
                 if not chunk:
                     break
                 readable = True
-                records.append(_nvidia_smi.parse_kmsg_record(chunk.decode('utf-8', 'replace')))
+                records.append(_gpu_health.parse_kmsg_record(chunk.decode('utf-8', 'replace')))
         finally:
             os.close(fd)
-        return _nvidia_smi.parse_xid_events(records) if readable else None
+        return _gpu_health.parse_xid_events(records) if readable else None
 
     # ---- NVSwitch: Fabric Manager and the persistence daemon ---------------------------------
     def fabric_manager(self, init_system):
@@ -1204,11 +1205,11 @@ class HostFacts(object):
         if binary:
             facts['installed'] = True
             rc, out, err = self.run([binary, '--version'])
-            facts['version'] = _nvidia_smi.parse_fabric_manager_version(out + '\n' + err) if rc == 0 else None
+            facts['version'] = _gpu_health.parse_fabric_manager_version(out + '\n' + err) if rc == 0 else None
         systemctl = self.module.get_bin_path('systemctl')
         if init_system != 'systemd' or not systemctl:
             return facts
-        names = [_nvidia_smi.FABRIC_MANAGER_UNIT, _nvidia_smi.PERSISTENCED_UNIT]
+        names = [_gpu_health.FABRIC_MANAGER_UNIT, _gpu_health.PERSISTENCED_UNIT]
         rc, out, dummy = self.run([systemctl, 'show', '--property=Id,LoadState,ActiveState'] + names)
         blocks = _supervisors.parse_systemctl_show_units(out) if rc == 0 else []
         if len(blocks) == len(names):

@@ -20,7 +20,7 @@ import json
 import os
 import re
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _nvidia_smi, _sandbox, _secrets, _server_log, _supervisors
+from ansible_collections.inferops.sglang.plugins.module_utils import _gpu_health, _nvidia_smi, _sandbox, _secrets, _server_log, _supervisors
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import service_model
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
     args_to_argv, argv_to_args, invalid_environment, no_proxy_env, topology_defaults)
@@ -372,8 +372,7 @@ def _plan_inputs(inp, facts, seen):
     plan.update(service_model.model_reads(plan, facts))
     plan['sglang_env_names'] = ([key for key in everything if key.startswith('SGLANG_') and key not in plan['cache_env']]
                                 if plan['sglang_managed'] else [])
-    plan.update(_sandbox_of(inp, plan, facts))
-    plan['nvidia_units'] = _nvidia_smi.nvidia_units(facts)
+    plan.update(_sandbox_of(inp, plan, facts), nvidia_units=_gpu_health.nvidia_units(facts))
     plan['creates_user'] = bool(inp['user_create']) and plan['user'] != 'root' and not plan['user_exists']
     plan['tp_unusable'] = _nvidia_smi.tp_unusable_reason(facts) or ''
     plan['stray_secrets'] = list(plan['adoptable'][0].get('redacted_args') or []) if len(plan['adoptable']) == 1 else []

@@ -371,7 +371,7 @@ def test_parse_gpu_memory(text, expected):
 # ---------------------------------------------------------------------------------------------
 # MIG (C16), lost GPUs (C17), NVML failures (C18), and the rule gpu_blockers
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _nvidia_smi  # noqa: E402
+from ansible_collections.inferops.sglang.plugins.module_utils import _gpu_health, _nvidia_smi  # noqa: E402
 
 MIG_LIST = (
     'GPU 0: NVIDIA H200 (UUID: GPU-264e02ee-af98-d893-82ae-4ec1afc463e1)\n'
@@ -551,16 +551,16 @@ def h200_xml(**replace):
 
 
 def health_facts(xml, torch_cuda=None, manager=None):
-    parsed = _nvidia_smi.parse_query_xml(xml)
+    parsed = _gpu_health.parse_query_xml(xml)
     gpus = [{'index': str(i), 'pci_bus_id': bus} for i, bus in enumerate(sorted(parsed['gpus']))]
-    _nvidia_smi.add_gpu_health(gpus, parsed)
+    _gpu_health.add_gpu_health(gpus, parsed)
     return {'gpus': gpus, 'gpu_count': len(gpus), 'lost_gpus': [], 'gpu_error': None,
             'driver_version': parsed['driver_version'], 'cuda_driver_version': parsed['cuda_version'],
             'python': {'torch_cuda_version': torch_cuda}, 'fabric_manager': manager or {}}
 
 
 def test_query_xml_of_a_real_h200():
-    parsed = _nvidia_smi.parse_query_xml(fixture('h200x2', 'nvidia_smi_q.xml'))
+    parsed = _gpu_health.parse_query_xml(fixture('h200x2', 'nvidia_smi_q.xml'))
     assert parsed['driver_version'] == '580.159.04' and parsed['cuda_version'] == '13.0'
     assert sorted(parsed['gpus']) == ['0000:00:06.0', '0000:00:07.0']
     assert parsed['gpus']['0000:00:06.0'] == {
@@ -568,17 +568,17 @@ def test_query_xml_of_a_real_h200():
         'remapped_rows_failure': False, 'retired_pages_pending': None, 'ecc_uncorrectable_volatile': 0,
         'fabric_state': 'Completed', 'fabric_status': 'Success'}
     facts = health_facts(fixture('h200x2', 'nvidia_smi_q.xml'), torch_cuda='13.0')
-    assert _nvidia_smi.fabric_summary(facts['gpus']) == {'state': 'ready', 'gpus': []}
+    assert _gpu_health.fabric_summary(facts['gpus']) == {'state': 'ready', 'gpus': []}
     assert _nvidia_smi.gpu_blockers(facts, 2) == []
 
 
 @pytest.mark.parametrize('text', ['', 'Failed to initialize NVML: Unknown Error\n', '<other/>', '<nvidia_smi_log>'])
 def test_query_xml_that_is_not_nvidia_smi_xml(text):
-    assert _nvidia_smi.parse_query_xml(text) is None
+    assert _gpu_health.parse_query_xml(text) is None
     gpus = [{'index': '0', 'pci_bus_id': '00000000:00:06.0'}]
-    _nvidia_smi.add_gpu_health(gpus, None)
-    assert all(gpus[0][key] is None for key in _nvidia_smi.HEALTH_KEYS)
-    assert _nvidia_smi.fabric_summary(gpus)['state'] == 'none'
+    _gpu_health.add_gpu_health(gpus, None)
+    assert all(gpus[0][key] is None for key in _gpu_health.HEALTH_KEYS)
+    assert _gpu_health.fabric_summary(gpus)['state'] == 'none'
 
 
 def test_old_driver_xml_without_health_elements():
@@ -587,7 +587,7 @@ def test_old_driver_xml_without_health_elements():
            '<gpu id="00000000:3B:00.0"><ecc_errors><volatile><double_bit><total>0</total></double_bit></volatile>'
            '</ecc_errors><retired_pages><pending_retirement>No</pending_retirement></retired_pages></gpu>'
            '</nvidia_smi_log>')
-    parsed = _nvidia_smi.parse_query_xml(xml)
+    parsed = _gpu_health.parse_query_xml(xml)
     assert parsed['gpus']['0000:3B:00.0'] == {
         'persistence_mode': None, 'recovery_action': None, 'remapped_rows_pending': None,
         'remapped_rows_failure': None, 'retired_pages_pending': False, 'ecc_uncorrectable_volatile': 0,
@@ -677,7 +677,7 @@ def test_aggregate_ecc_alone_does_not_block():
     ('twelve', '12.8', None, False),
 ])
 def test_c41_torch_cuda_above_the_driver(torch_cuda, driver_cuda, driver, blocked):
-    message = _nvidia_smi.cuda_runtime_blocker(torch_cuda, driver_cuda, driver)
+    message = _gpu_health.cuda_runtime_blocker(torch_cuda, driver_cuda, driver)
     assert bool(message) == blocked
     if blocked:
         assert message.startswith("torch in the server's interpreter is built for CUDA 13.0, which needs a driver "
@@ -696,7 +696,7 @@ def test_c41_torch_cuda_above_the_driver(torch_cuda, driver_cuda, driver, blocke
     ('', None),
 ])
 def test_fabric_manager_version(text, version):
-    assert _nvidia_smi.parse_fabric_manager_version(text) == version
+    assert _gpu_health.parse_fabric_manager_version(text) == version
 
 
 KMSG = [
@@ -710,12 +710,12 @@ KMSG = [
 
 
 def test_xid_events_from_kernel_log_records():
-    records = [_nvidia_smi.parse_kmsg_record(record) for record in KMSG]
+    records = [_gpu_health.parse_kmsg_record(record) for record in KMSG]
     assert records[0] == (4.521033, 'NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.159.04')
     assert records[-1] == (None, 'no separator')
-    events = _nvidia_smi.parse_xid_events(records)
+    events = _gpu_health.parse_xid_events(records)
     assert [(e['pci_bus_id'], e['xid'], e['needs_recovery']) for e in events] == [
         ('0000:3B:00.0', 79, True), ('0000:B7:00.0', 48, True), ('0000:B7:00.0', 13, False)]
     assert events[0]['seconds'] == 98.765432 and events[0]['text'].endswith('GPU has fallen off the bus.')
     assert 'SUBSYSTEM' not in events[1]['text']
-    assert _nvidia_smi.parse_xid_events(records, limit=1) == events[-1:]
+    assert _gpu_health.parse_xid_events(records, limit=1) == events[-1:]
