@@ -288,7 +288,7 @@ class TestReboot:
         before = main_pid(host)
         # C47: the server ends its SIGTERM drain by SIGKILLing itself, as SGLang 0.5.9 does (the adopted environment
         # carries SGLANG_DOUBLE_EXIT_STYLE=sglang): a deliberate stop leaves the unit inactive, not failed.
-        assert "SGLANG_DOUBLE_EXIT_STYLE=sglang" in host.file("/etc/sglang/sglang.env").content_string
+        assert 'SGLANG_DOUBLE_EXIT_STYLE="sglang"' in host.file("/etc/sglang/sglang.env").content_string
         host.run_expect([0], "systemctl stop %s" % UNIT)
         state = host.run("systemctl show -p ActiveState -p Result -p ExecMainStatus %s", UNIT).stdout
         assert "ActiveState=inactive" in state and "Result=success" in state, state
