@@ -15,6 +15,7 @@ from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
     cutover_decide,
     cutover_outcome,
+    cutover_record,
     cutover_replica,
 )
 
@@ -27,4 +28,5 @@ class FilterModule(object):
             'cutover_decide': as_filter(cutover_decide),
             'cutover_replica': as_filter(cutover_replica),
             'cutover_outcome': as_filter(cutover_outcome),
+            'cutover_record': as_filter(cutover_record),
         }

@@ -47,6 +47,6 @@ def test_reboot_required_is_reset_reported_and_recorded():
         'vars']['__cutover_reset']['reboot_required'] is False
     assert tasks('report.yml')['Fail the host']['ansible.builtin.fail']['msg'] == '{{ __cutover.outcome.text }}'
     assert '__cutover.outcome.record' in load('templates', 'deployment_record.md.j2')
-    assert '__cutover_stopped.stuck' in load('templates', 'deployment_record.md.j2')
+    assert '__cutover_record.stuck' in load('templates', 'deployment_record.md.j2')
     # The wording (the reboot message, the record's line, the output's reboot_required) is cutover_outcome's:
     # tests/unit/plugins/module_utils/test_plans_cutover.py.
