@@ -14,6 +14,8 @@ __metaclass__ = type
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
     cutover_decide,
+    cutover_failure,
+    cutover_inputs,
     cutover_outcome,
     cutover_record,
     cutover_replica,
@@ -29,4 +31,6 @@ class FilterModule(object):
             'cutover_replica': as_filter(cutover_replica),
             'cutover_outcome': as_filter(cutover_outcome),
             'cutover_record': as_filter(cutover_record),
+            'cutover_inputs': as_filter(cutover_inputs),
+            'cutover_failure': as_filter(cutover_failure),
         }

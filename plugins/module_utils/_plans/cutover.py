@@ -5,7 +5,7 @@
 #
 # PRIVATE: this module_utils is private to the inferops.sglang collection; it can change at any time.
 """The cutover role's decisions, as pure functions (filters cutover_decide, cutover_replica, cutover_outcome,
-cutover_record).
+cutover_record, cutover_inputs, cutover_failure).
 
 The role keeps its steps as tasks (a multi-node replica's ranks go through them in lock-step); what it concludes
 lives here. Its state is one host fact, ``__cutover`` (a dict), updated with ``combine`` at each step:
@@ -27,6 +27,8 @@ lives here. Its state is one host fact, ``__cutover`` (a dict), updated with ``c
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import re
+
 from ansible_collections.inferops.sglang.plugins.module_utils._health import scheduler_shortfall
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_args
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import argv_to_args, diff_args
@@ -44,6 +46,20 @@ RECORD_OUTCOMES = {
 REBOOT_OUTCOME = ('cutover FAILED; a process stuck in the driver holds the GPUs: reboot needed. Neither the new server '
                   'nor the known-good one was started (no rollback start); the known-good configuration\'s files were '
                   'put back%s, so the reboot starts it.')
+
+
+# The service role's output (inferops_sglang_service) as the cutover reads it: each key the cutover may find missing
+# (a restart's deployed entry point, a role used on its own), with the value the cutover assumes then.
+SERVICE_DEFAULTS = {
+    'unit': 'sglang.service', 'manager': 'systemd', 'host': '127.0.0.1', 'port': 30000, 'scheme': 'http',
+    'command': [], 'config_file': '', 'known_good_dir': '/var/lib/inferops-sglang/known-good', 'supervisor': {},
+    'node_rank': 0, 'replica_hosts': [], 'schedulers': 0, 'sglang': {}, 'boot': None, 'cache_dir': None,
+    'sandbox': [], 'exposure': {}, 'environment_names': [],
+}
+# The cuda_env role's output (inferops_sglang_cuda_env), likewise.
+CUDA_ENV_DEFAULTS = {'marker': '', 'environment': {}}
+# A failed server_health result's reason when the server wants another API key than the one sent.
+KEY_ERRORS = re.compile('the server requires an API key|the key was refused')
 
 
 def _truth(value):
@@ -381,4 +397,37 @@ def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, k
         'python_version': python.get('version', ''),
         'sglang_version': python.get('sglang_version') or '-',
         'findings': findings or 'None recorded.',
+    }
+
+
+def cutover_inputs(service, cuda_env):
+    """The cutover's inputs with every key it reads present: the service role's output and the cuda_env role's.
+
+    :param service: ``cutover_service`` (dict; keys missing from it take ``SERVICE_DEFAULTS``; None or undefined: {}).
+    :param cuda_env: ``cutover_cuda_env`` (dict; missing keys take ``CUDA_ENV_DEFAULTS``).
+    :returns: dict ``service``, ``cuda_env``: copies with the defaults filled in (a key that is present, even None or
+        empty, is kept as it is).
+    """
+    return {'service': dict(SERVICE_DEFAULTS, **_dict(service)), 'cuda_env': dict(CUDA_ENV_DEFAULTS, **_dict(cuda_env))}
+
+
+def cutover_failure(result, task_name='', api_key=''):
+    """What the cutover notes of a failed step (a rescue's ``ansible_failed_result``).
+
+    :param result: the failed task's result (dict; ``msg``, and from server_health or server_process ``log_tail``,
+        ``reboot_required``, ``reason``); None or undefined: {}.
+    :param task_name: the failed task's name.
+    :param api_key: ``cutover_api_key`` ('' when the server has none).
+    :returns: dict ``failure`` (the message, 'unknown failure' when there is none), ``failure_log`` (list of lines),
+        ``failed_task``, ``reboot_required`` (bool), ``key_refused`` (bool: the known-good configuration may hold another
+        key than the one this run sends - the run sends one, or the server asked for one or refused it - so its gate
+        checks /health alone).
+    """
+    result = _dict(result)
+    return {
+        'failure': result.get('msg', 'unknown failure'),
+        'failure_log': result.get('log_tail', []),
+        'failed_task': task_name,
+        'reboot_required': _truth(result.get('reboot_required', False)),
+        'key_refused': len(api_key or '') > 0 or bool(KEY_ERRORS.match(str(result.get('reason', '')))),
     }

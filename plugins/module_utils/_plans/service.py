@@ -694,3 +694,4 @@ def problems(inp, plan, facts, seen):
         if message:
             found.append({'check': name, 'message': message.strip()})
     return found
+

@@ -14,7 +14,8 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
-    cutover_decide, cutover_outcome, cutover_record, cutover_replica, live_files)
+    SERVICE_DEFAULTS, cutover_decide, cutover_failure, cutover_inputs, cutover_outcome, cutover_record, cutover_replica,
+    live_files)
 
 
 SCHEDULERS = [{'main_pid': 42, 'members': [{'role': 'scheduler', 'title': 'sglang::scheduler_TP0'}]}]
@@ -309,3 +310,37 @@ def test_record_processes():
     assert [p['devices'] for p in record['stuck']] == ['/dev/nvidia0, /dev/nvidiactl', 'none']
     assert [p['role'] for p in record['stopped']] == ['', 'main']
     assert stopped['stopped'][0] == {'pid': 5, 'signal': 'SIGTERM'}, 'the inputs are left as they are'
+
+
+# ---- cutover_inputs, cutover_failure --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('service, cuda_env, port, manager, marker, command', [
+    (None, None, 30000, 'systemd', '', []),
+    ({}, {}, 30000, 'systemd', '', []),
+    ({'port': 31000, 'manager': 'supervisord', 'command': ['a']}, {'marker': 'M'}, 31000, 'supervisord', 'M', ['a']),
+    # a key that is present is kept, even empty (as Jinja's default() without true)
+    ({'manager': '', 'command': None}, {'marker': None}, 30000, '', None, None),
+])
+def test_inputs(service, cuda_env, port, manager, marker, command):
+    inputs = cutover_inputs(service, cuda_env)
+    assert (inputs['service']['port'], inputs['service']['manager'], inputs['cuda_env']['marker'],
+            inputs['service']['command']) == (port, manager, marker, command)
+    assert set(inputs['service']) >= set(SERVICE_DEFAULTS) and inputs['cuda_env']['environment'] == {}
+
+
+@pytest.mark.parametrize('result, api_key, expected', [
+    (None, '', {'failure': 'unknown failure', 'failure_log': [], 'reboot_required': False, 'key_refused': False}),
+    ({'msg': 'gate failed', 'log_tail': ['l1'], 'reboot_required': 'yes'}, '',
+     {'failure': 'gate failed', 'failure_log': ['l1'], 'reboot_required': True, 'key_refused': False}),
+    ({'msg': 'x', 'reason': 'the key was refused (401)'}, '',
+     {'failure': 'x', 'failure_log': [], 'reboot_required': False, 'key_refused': True}),
+    ({'msg': 'x', 'reason': 'the server requires an API key'}, '',
+     {'failure': 'x', 'failure_log': [], 'reboot_required': False, 'key_refused': True}),
+    # only a reason that starts so (Ansible's match test)
+    ({'msg': 'x', 'reason': 'timeout: the key was refused'}, '',
+     {'failure': 'x', 'failure_log': [], 'reboot_required': False, 'key_refused': False}),
+    # a run that sends a key: the known-good configuration may hold another one
+    ({'msg': 'x'}, 'sk-1', {'failure': 'x', 'failure_log': [], 'reboot_required': False, 'key_refused': True}),
+])
+def test_failure(result, api_key, expected):
+    assert cutover_failure(result, 'Gate', api_key) == dict(expected, failed_task='Gate')
