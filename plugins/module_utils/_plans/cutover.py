@@ -431,3 +431,20 @@ def cutover_failure(result, task_name='', api_key=''):
         'reboot_required': _truth(result.get('reboot_required', False)),
         'key_refused': len(api_key or '') > 0 or bool(KEY_ERRORS.match(str(result.get('reason', '')))),
     }
+
+
+def cutover_status_router(result, router_url, routed, node_rank):
+    """The router part of the status (entry point status, the output ``inferops_sglang_cutover_status.router``).
+
+    :param result: the router_worker result (read-only ``present`` check; not read when the server is not routed).
+    :param router_url: ``cutover_router_url`` (blank: no router in front of this server).
+    :param routed: bool, this server is routed (the router is set and this is rank 0 of its replica).
+    :param node_rank: int, this server's rank in its replica.
+    :returns: {} without a router; ``{'routed': False, 'why': 'not routed (node rank N)'}`` for a rank > 0; else the
+        router_worker result with ``routed`` True.
+    """
+    if not str(router_url or '').strip():
+        return {}
+    if not _truth(routed):
+        return {'routed': False, 'why': 'not routed (node rank %s)' % node_rank}
+    return dict(_dict(result), routed=True)
