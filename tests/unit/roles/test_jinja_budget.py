@@ -17,7 +17,7 @@ import re
 import yaml
 
 ROLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'roles')
-MAX_DEFAULTS = 140
+MAX_DEFAULTS = 150
 MAX_MULTI_LINE = 10
 DEFAULT = re.compile(r'\|\s*default\(')
 
