@@ -694,4 +694,3 @@ def problems(inp, plan, facts, seen):
         if message:
             found.append({'check': name, 'message': message.strip()})
     return found
-

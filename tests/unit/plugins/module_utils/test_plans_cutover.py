@@ -267,8 +267,8 @@ EMPTY_RECORD = {
     # ... and given values are shown
     ({'previous': {'manifest': {'source': 'hand-started'}},
       'outcome': {'output': {'versions': {'python': '/v/bin/python3'}}}},
-     {'boot': True, 'user': 'sglang', 'group': 'gpu', 'cache_dir': '/c', 'sandbox': [['ProtectSystem', 'strict'],
-                                                                                      ['NoNewPrivileges', 'yes']],
+     {'boot': True, 'user': 'sglang', 'group': 'gpu', 'cache_dir': '/c',
+      'sandbox': [['ProtectSystem', 'strict'], ['NoNewPrivileges', 'yes']],
       'exposure': {'before': {'score': 4.25, 'level': 'MEDIUM'}, 'after': {'score': 1, 'level': 'OK'}},
       'environment_names': ['A', 'B`C'], 'environment_left_out': ['HF_TOKEN']},
      {'env_file': '/etc/sglang/cuda.env', 'environment': {'NCCL_X': '1'}, 'sitecustomize': '/s.py'},
