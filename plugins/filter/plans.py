@@ -15,9 +15,17 @@ from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
     cutover_check_failure,
     cutover_decide,
+    cutover_failure,
+    cutover_inputs,
     cutover_outcome,
+    cutover_record,
     cutover_replica,
+    cutover_status_router,
 )
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.cuda_env import cuda_env_secrets
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.facts import facts_summary
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import replica_args
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.known_good import known_good_manifest
 
 
 class FilterModule(object):
@@ -29,4 +37,12 @@ class FilterModule(object):
             'cutover_replica': as_filter(cutover_replica),
             'cutover_check_failure': as_filter(cutover_check_failure),
             'cutover_outcome': as_filter(cutover_outcome),
+            'cutover_record': as_filter(cutover_record),
+            'cutover_inputs': as_filter(cutover_inputs),
+            'cutover_failure': as_filter(cutover_failure),
+            'cutover_status_router': as_filter(cutover_status_router),
+            'replica_args': as_filter(replica_args),
+            'known_good_manifest': as_filter(known_good_manifest),
+            'cuda_env_secrets': as_filter(cuda_env_secrets),
+            'facts_summary': as_filter(facts_summary),
         }

@@ -11,10 +11,11 @@ __metaclass__ = type
 
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.service import service_plan
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.deployed import service_deployed
 
 
 class FilterModule(object):
     """The service role's plan."""
 
     def filters(self):
-        return {'service_plan': as_filter(service_plan)}
+        return {'service_plan': as_filter(service_plan), 'service_deployed': as_filter(service_deployed)}

@@ -5,7 +5,7 @@
 #
 # PRIVATE: this module_utils is private to the inferops.sglang collection; it can change at any time.
 """The cutover role's decisions, as pure functions (filters cutover_decide, cutover_replica, cutover_check_failure,
-cutover_outcome).
+cutover_outcome, cutover_record, cutover_inputs, cutover_failure).
 
 The role keeps its steps as tasks (a multi-node replica's ranks go through them in lock-step); what it concludes
 lives here. Its state is one host fact, ``__cutover`` (a dict), updated with ``combine`` at each step:
@@ -28,10 +28,12 @@ lives here. Its state is one host fact, ``__cutover`` (a dict), updated with ``c
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import re
+
 from ansible_collections.inferops.sglang.plugins.module_utils._health import scheduler_shortfall
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_args
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import argv_to_args, diff_args
-from ansible_collections.inferops.sglang.plugins.module_utils._writers.markdown import md_inline
+from ansible_collections.inferops.sglang.plugins.module_utils._writers.markdown import md_code, md_inline
 
 DEGRADED_TASK = 'Look for a degraded server'
 
@@ -49,6 +51,20 @@ SERVING_FAILURES = ('broken', 'refused')
 REBOOT_OUTCOME = ('cutover FAILED; a process stuck in the driver holds the GPUs: reboot needed. Neither the new server '
                   'nor the known-good one was started (no rollback start); the known-good configuration\'s files were '
                   'put back%s, so the reboot starts it.')
+
+
+# The service role's output (inferops_sglang_service) as the cutover reads it: each key the cutover may find missing
+# (a restart's deployed entry point, a role used on its own), with the value the cutover assumes then.
+SERVICE_DEFAULTS = {
+    'unit': 'sglang.service', 'manager': 'systemd', 'host': '127.0.0.1', 'port': 30000, 'scheme': 'http',
+    'command': [], 'config_file': '', 'known_good_dir': '/var/lib/inferops-sglang/known-good', 'supervisor': {},
+    'node_rank': 0, 'replica_hosts': [], 'schedulers': 0, 'sglang': {}, 'boot': None, 'cache_dir': None,
+    'sandbox': [], 'exposure': {}, 'environment_names': [],
+}
+# The cuda_env role's output (inferops_sglang_cuda_env), likewise.
+CUDA_ENV_DEFAULTS = {'marker': '', 'environment': {}}
+# A failed server_health result's reason when the server wants another API key than the one sent.
+KEY_ERRORS = re.compile('the server requires an API key|the key was refused')
 
 
 def _truth(value):
@@ -364,3 +380,122 @@ def cutover_outcome(state, check_mode=False):
         'text': _message(state, result, failed, check_mode),
         'plan': _check_mode_lines(state, result),
     }
+
+
+def _joined(values, empty, each=str):
+    """``values`` joined with ', ' (each item through ``each``), or ``empty`` when there is none."""
+    return ', '.join(each(value) for value in (values or [])) or empty
+
+
+def _exposure(reading, missing):
+    """One ``systemd-analyze security`` reading (``score`` float, ``level`` str) as '4.2 MEDIUM', or ``missing``."""
+    return '%.1f %s' % (reading['score'], reading['level']) if reading else missing
+
+
+def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, known_good_dir, findings=''):
+    """What the deployment record (template ``deployment_record.md.j2``) shows, every key present, each default set
+    once: the template reads plain keys and only formats them (Markdown escaping stays in the template).
+
+    :param state: the ``__cutover`` fact, with its ``outcome`` (filter cutover_outcome) and ``previous``.
+    :param service: ``cutover_service`` (the service role's ``inferops_sglang_service``).
+    :param cuda_env: ``cutover_cuda_env`` (the cuda_env role's ``inferops_sglang_cuda_env``, or a restored entry's).
+    :param facts: the host facts (``_cutover_facts``: ``init``, ``python``, ``cuda``, ``strays``, driver versions).
+    :param known_good: the known_good role's ``inferops_sglang_known_good`` ({} when it has not run).
+    :param gate: the last server_health result ({} when no gate ran); ``stopped``: the last server_process result.
+    :param known_good_dir: the known-good directory to show when ``known_good`` has none.
+    :param findings: ``cutover_record_findings`` (Markdown).
+    :returns: dict of display values: strings ('-' or 'none' where a value is missing, as the record always showed),
+        ``strays``/``stuck``/``stopped`` (lists of dicts; a stray's ``env_readable`` and ``env``, a stopped process's
+        ``role`` and a stuck one's ``devices`` text filled in), ``cuda_environment`` (dict), ``hand_started`` (bool),
+        ``sitecustomize_link`` (the imported sitecustomize.py when it is a symlink, else None).
+    """
+    state, service, cuda_env, facts = _dict(state), _dict(service), _dict(cuda_env), _dict(facts)
+    known_good, gate, stopped = _dict(known_good), _dict(gate), _dict(stopped)
+    exposure = _dict(service.get('exposure'))
+    python, init, cuda = _dict(facts.get('python')), _dict(facts.get('init')), _dict(facts.get('cuda'))
+    sitecustomize = _dict(python.get('sitecustomize'))
+    versions = _dict(_dict(_dict(state.get('outcome')).get('output')).get('versions'))
+    return {
+        'boot': service.get('boot', '-'),
+        'user': service.get('user', 'root'),
+        'group': service.get('group', 'root'),
+        'cache_dir': service.get('cache_dir') or '-',
+        'sandbox': _joined([directive[0] for directive in service.get('sandbox', [])], 'none'),
+        'exposure_before': _exposure(exposure.get('before'), '- (no unit yet)'),
+        'exposure_after': _exposure(exposure.get('after'), '-'),
+        'environment_names': _joined(service.get('environment_names'), 'none', md_code),
+        'environment_left_out': list(service.get('environment_left_out', [])),
+        'time_to_tcp': gate.get('time_to_tcp') or '-',
+        'time_to_healthy': gate.get('time_to_healthy') or '-',
+        'ready': gate.get('elapsed') or '-',
+        'smoke_latencies': _joined(gate.get('smoke_latencies', []), '-'),
+        'known_good_dir': known_good.get('dir', known_good_dir),
+        'history_dir': known_good.get('history_dir') or '-',
+        'python': versions.get('python') or '-',
+        'hand_started': _dict(_dict(state.get('previous')).get('manifest')).get('source', '') == 'hand-started',
+        'cuda_env_file': cuda_env.get('env_file') or '-',
+        'cuda_environment': _dict(cuda_env.get('environment')),
+        'sitecustomize': cuda_env.get('sitecustomize'),
+        'sitecustomize_link': sitecustomize.get('path') if sitecustomize.get('is_link') else None,
+        'strays': [dict(server, env_readable=server.get('env_readable', True), env=server.get('env', {}))
+                   for server in facts.get('strays', [])],
+        'stuck': [dict(proc, devices=_joined(proc.get('devices'), 'none')) for proc in stopped.get('stuck', [])],
+        'stopped': [dict(proc, role=proc.get('role', '')) for proc in stopped.get('stopped', [])],
+        'systemd_version': init.get('systemd_version') or '-',
+        'driver_version': facts.get('driver_version') or '-',
+        'cuda_driver_version': facts.get('cuda_driver_version') or '-',
+        'toolkits': _joined([toolkit['path'] for toolkit in cuda.get('toolkits', [])], 'none'),
+        'python_version': python.get('version', ''),
+        'sglang_version': python.get('sglang_version') or '-',
+        'findings': findings or 'None recorded.',
+    }
+
+
+def cutover_inputs(service, cuda_env):
+    """The cutover's inputs with every key it reads present: the service role's output and the cuda_env role's.
+
+    :param service: ``cutover_service`` (dict; keys missing from it take ``SERVICE_DEFAULTS``; None or undefined: {}).
+    :param cuda_env: ``cutover_cuda_env`` (dict; missing keys take ``CUDA_ENV_DEFAULTS``).
+    :returns: dict ``service``, ``cuda_env``: copies with the defaults filled in (a key that is present, even None or
+        empty, is kept as it is).
+    """
+    return {'service': dict(SERVICE_DEFAULTS, **_dict(service)), 'cuda_env': dict(CUDA_ENV_DEFAULTS, **_dict(cuda_env))}
+
+
+def cutover_failure(result, task_name='', api_key=''):
+    """What the cutover notes of a failed step (a rescue's ``ansible_failed_result``).
+
+    :param result: the failed task's result (dict; ``msg``, and from server_health or server_process ``log_tail``,
+        ``reboot_required``, ``reason``); None or undefined: {}.
+    :param task_name: the failed task's name.
+    :param api_key: ``cutover_api_key`` ('' when the server has none).
+    :returns: dict ``failure`` (the message, 'unknown failure' when there is none), ``failure_log`` (list of lines),
+        ``failed_task``, ``reboot_required`` (bool), ``key_refused`` (bool: the known-good configuration may hold another
+        key than the one this run sends - the run sends one, or the server asked for one or refused it - so its gate
+        checks /health alone).
+    """
+    result = _dict(result)
+    return {
+        'failure': result.get('msg', 'unknown failure'),
+        'failure_log': result.get('log_tail', []),
+        'failed_task': task_name,
+        'reboot_required': _truth(result.get('reboot_required', False)),
+        'key_refused': len(api_key or '') > 0 or bool(KEY_ERRORS.match(str(result.get('reason', '')))),
+    }
+
+
+def cutover_status_router(result, router_url, routed, node_rank):
+    """The router part of the status (entry point status, the output ``inferops_sglang_cutover_status.router``).
+
+    :param result: the router_worker result (read-only ``present`` check; not read when the server is not routed).
+    :param router_url: ``cutover_router_url`` (blank: no router in front of this server).
+    :param routed: bool, this server is routed (the router is set and this is rank 0 of its replica).
+    :param node_rank: int, this server's rank in its replica.
+    :returns: {} without a router; ``{'routed': False, 'why': 'not routed (node rank N)'}`` for a rank > 0; else the
+        router_worker result with ``routed`` True.
+    """
+    if not str(router_url or '').strip():
+        return {}
+    if not _truth(routed):
+        return {'routed': False, 'why': 'not routed (node rank %s)' % node_rank}
+    return dict(_dict(result), routed=True)

@@ -34,8 +34,9 @@ def test_rollback_starts_nothing_when_a_reboot_is_required():
     """Stuck process: the failure's reboot_required is noted; the rollback (restore + start) and the stop and
     eviction of the service are skipped."""
     rollback = tasks('rollback.yml')
-    noted = rollback['Note what failed']['vars']['__cutover_failed']
-    assert 'ansible_failed_result.reboot_required' in noted['reboot_required']
+    noted = rollback['Note what failed']['ansible.builtin.set_fact']['__cutover']
+    # cutover_failure takes reboot_required from the failed result (test_plans_cutover.py::test_failure)
+    assert 'ansible_failed_result | inferops.sglang.cutover_failure(' in noted
     for name in ('Roll back to the last known-good configuration', 'Stop the new server',
                  'Take the new server out of the router before it is stopped (it may have been put back already)'):
         assert 'not __cutover.reboot_required' in conditions(rollback[name]), name
@@ -47,6 +48,6 @@ def test_reboot_required_is_reset_reported_and_recorded():
         'vars']['__cutover_reset']['reboot_required'] is False
     assert tasks('report.yml')['Fail the host']['ansible.builtin.fail']['msg'] == '{{ __cutover.outcome.text }}'
     assert '__cutover.outcome.record' in load('templates', 'deployment_record.md.j2')
-    assert '__cutover_stopped.stuck' in load('templates', 'deployment_record.md.j2')
+    assert '__cutover_record.stuck' in load('templates', 'deployment_record.md.j2')
     # The wording (the reboot message, the record's line, the output's reboot_required) is cutover_outcome's:
     # tests/unit/plugins/module_utils/test_plans_cutover.py.

@@ -26,6 +26,7 @@ from ansible.plugins.filter.core import FilterModule as CoreFilters
 from ansible_collections.inferops.sglang.plugins.filter.operations import FilterModule as OperationsFilters
 from ansible_collections.inferops.sglang.plugins.filter.rules import FilterModule as RulesFilters
 from ansible_collections.inferops.sglang.plugins.filter.writers import FilterModule as WriterFilters
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import cutover_record
 from ansible_collections.inferops.sglang.plugins.module_utils._sandbox import sandbox_directives
 
 ROLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'roles')
@@ -175,6 +176,9 @@ def record_vars(**overrides):
                         'gpu_count': 0, 'gpus': [], 'interconnect': 'none', 'cuda': {'toolkits': []},
                         'python': {'executable': '/venv/bin/python3'}})
     values.update(overrides)
+    values['__cutover_record'] = cutover_record(
+        values['__cutover'], values['cutover_service'], values['cutover_cuda_env'], values['_cutover_facts'],
+        values['inferops_sglang_known_good'], values['__cutover_gate'], values['__cutover_stopped'], '/var/lib/kg')
     return values
 
 

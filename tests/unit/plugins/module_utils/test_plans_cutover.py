@@ -14,7 +14,8 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
-    cutover_check_failure, cutover_decide, cutover_outcome, cutover_replica, live_files)
+    SERVICE_DEFAULTS, cutover_check_failure, cutover_decide, cutover_failure, cutover_inputs, cutover_outcome,
+    cutover_record, cutover_replica, live_files)
 
 
 SCHEDULERS = [{'main_pid': 42, 'members': [{'role': 'scheduler', 'title': 'sglang::scheduler_TP0'}]}]
@@ -306,3 +307,106 @@ STRAY = {'main_pid': 7, 'argv': ['python3', '-m', 'sglang.launch_server', '--mod
 ])
 def test_outcome_plan(changes, plan):
     assert cutover_outcome(state(**changes), True)['plan'] == plan
+
+
+# ---- cutover_record -------------------------------------------------------------------------------------------------
+
+EMPTY_RECORD = {
+    'boot': '-', 'user': 'root', 'group': 'root', 'cache_dir': '-', 'sandbox': 'none',
+    'exposure_before': '- (no unit yet)', 'exposure_after': '-', 'environment_names': 'none',
+    'environment_left_out': [], 'time_to_tcp': '-', 'time_to_healthy': '-', 'ready': '-', 'smoke_latencies': '-',
+    'known_good_dir': '/kg', 'history_dir': '-', 'python': '-', 'hand_started': False, 'cuda_env_file': '-',
+    'cuda_environment': {}, 'sitecustomize': None, 'sitecustomize_link': None, 'strays': [], 'stuck': [],
+    'stopped': [], 'systemd_version': '-', 'driver_version': '-', 'cuda_driver_version': '-', 'toolkits': 'none',
+    'python_version': '', 'sglang_version': '-', 'findings': 'None recorded.'}
+
+
+@pytest.mark.parametrize('state, service, cuda_env, facts, known_good, gate, stopped, findings, expected', [
+    # nothing known: every key present, each missing value as the record shows it
+    ({}, {}, {}, {}, {}, {}, {}, '', {}),
+    (None, None, None, None, None, None, None, None, {}),
+    # falsy values count as missing where the record always showed '-' ...
+    ({}, {'cache_dir': '', 'boot': False}, {'env_file': None}, {'driver_version': ''}, {'history_dir': None},
+     {'time_to_tcp': 0, 'elapsed': None, 'smoke_latencies': []}, {}, '',
+     {'boot': False, 'cache_dir': '-', 'cuda_env_file': '-', 'driver_version': '-', 'history_dir': '-',
+      'time_to_tcp': '-', 'ready': '-'}),
+    # ... and given values are shown
+    ({'previous': {'manifest': {'source': 'hand-started'}},
+      'outcome': {'output': {'versions': {'python': '/v/bin/python3'}}}},
+     {'boot': True, 'user': 'sglang', 'group': 'gpu', 'cache_dir': '/c',
+      'sandbox': [['ProtectSystem', 'strict'], ['NoNewPrivileges', 'yes']],
+      'exposure': {'before': {'score': 4.25, 'level': 'MEDIUM'}, 'after': {'score': 1, 'level': 'OK'}},
+      'environment_names': ['A', 'B`C'], 'environment_left_out': ['HF_TOKEN']},
+     {'env_file': '/etc/sglang/cuda.env', 'environment': {'NCCL_X': '1'}, 'sitecustomize': '/s.py'},
+     {'init': {'systemd_version': 252}, 'driver_version': '550', 'cuda_driver_version': '12.4',
+      'cuda': {'toolkits': [{'path': '/usr/local/cuda'}, {'path': '/opt/cuda'}]},
+      'python': {'version': '3.11.2', 'sglang_version': '0.5.23',
+                 'sitecustomize': {'path': '/usr/lib/sc.py', 'is_link': True}}},
+     {'dir': '/var/lib/kg', 'history_dir': '/var/lib/kg/history'},
+     {'time_to_tcp': 1.5, 'time_to_healthy': 3, 'elapsed': 9.25, 'smoke_latencies': [0.1, 0.25]}, {}, '| a |',
+     {'boot': True, 'user': 'sglang', 'group': 'gpu', 'cache_dir': '/c', 'sandbox': 'ProtectSystem, NoNewPrivileges',
+      'exposure_before': '4.2 MEDIUM', 'exposure_after': '1.0 OK', 'environment_names': '`A`, ``B`C``',
+      'environment_left_out': ['HF_TOKEN'], 'time_to_tcp': 1.5, 'time_to_healthy': 3, 'ready': 9.25,
+      'smoke_latencies': '0.1, 0.25', 'known_good_dir': '/var/lib/kg', 'history_dir': '/var/lib/kg/history',
+      'python': '/v/bin/python3', 'hand_started': True, 'cuda_env_file': '/etc/sglang/cuda.env',
+      'cuda_environment': {'NCCL_X': '1'}, 'sitecustomize': '/s.py', 'sitecustomize_link': '/usr/lib/sc.py',
+      'systemd_version': 252, 'driver_version': '550', 'cuda_driver_version': '12.4',
+      'toolkits': '/usr/local/cuda, /opt/cuda', 'python_version': '3.11.2', 'sglang_version': '0.5.23',
+      'findings': '| a |'}),
+    # a previous configuration saved by a cutover, or with no manifest, is not the hand-started server
+    ({'previous': {'manifest': {'source': 'cutover'}}}, {}, {}, {}, {}, {}, {}, '', {}),
+    ({'previous': {'manifest': None}}, {}, {}, {}, {}, {}, {}, '', {}),
+    # a sitecustomize.py that is not a symlink is not named twice
+    ({}, {}, {}, {'python': {'sitecustomize': {'path': '/usr/lib/sc.py', 'is_link': False}}}, {}, {}, {}, '', {}),
+])
+def test_record(state, service, cuda_env, facts, known_good, gate, stopped, findings, expected):
+    record = cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, '/kg', findings)
+    assert record == dict(EMPTY_RECORD, **expected)
+
+
+def test_record_processes():
+    """Strays keep their fields (env_readable defaults to true: an environment that was read); stopped processes
+    without a role get ''; a stuck process's devices are joined, 'none' when it holds none."""
+    facts = {'strays': [{'main_pid': 7, 'env': {'A': 'b'}}, {'main_pid': 8, 'env_readable': False}]}
+    stopped = {'stuck': [{'pid': 3, 'devices': ['/dev/nvidia0', '/dev/nvidiactl']}, {'pid': 4, 'devices': []}],
+               'stopped': [{'pid': 5, 'signal': 'SIGTERM'}, {'pid': 6, 'role': 'main', 'signal': 'SIGKILL'}]}
+    record = cutover_record({}, {}, {}, facts, {}, {}, stopped, '/kg')
+    assert record['strays'] == [{'main_pid': 7, 'env': {'A': 'b'}, 'env_readable': True},
+                                {'main_pid': 8, 'env': {}, 'env_readable': False}]
+    assert [p['devices'] for p in record['stuck']] == ['/dev/nvidia0, /dev/nvidiactl', 'none']
+    assert [p['role'] for p in record['stopped']] == ['', 'main']
+    assert stopped['stopped'][0] == {'pid': 5, 'signal': 'SIGTERM'}, 'the inputs are left as they are'
+
+
+# ---- cutover_inputs, cutover_failure --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('service, cuda_env, port, manager, marker, command', [
+    (None, None, 30000, 'systemd', '', []),
+    ({}, {}, 30000, 'systemd', '', []),
+    ({'port': 31000, 'manager': 'supervisord', 'command': ['a']}, {'marker': 'M'}, 31000, 'supervisord', 'M', ['a']),
+    # a key that is present is kept, even empty (as Jinja's default() without true)
+    ({'manager': '', 'command': None}, {'marker': None}, 30000, '', None, None),
+])
+def test_inputs(service, cuda_env, port, manager, marker, command):
+    inputs = cutover_inputs(service, cuda_env)
+    assert (inputs['service']['port'], inputs['service']['manager'], inputs['cuda_env']['marker'],
+            inputs['service']['command']) == (port, manager, marker, command)
+    assert set(inputs['service']) >= set(SERVICE_DEFAULTS) and inputs['cuda_env']['environment'] == {}
+
+
+@pytest.mark.parametrize('result, api_key, expected', [
+    (None, '', {'failure': 'unknown failure', 'failure_log': [], 'reboot_required': False, 'key_refused': False}),
+    ({'msg': 'gate failed', 'log_tail': ['l1'], 'reboot_required': 'yes'}, '',
+     {'failure': 'gate failed', 'failure_log': ['l1'], 'reboot_required': True, 'key_refused': False}),
+    ({'msg': 'x', 'reason': 'the key was refused (401)'}, '',
+     {'failure': 'x', 'failure_log': [], 'reboot_required': False, 'key_refused': True}),
+    ({'msg': 'x', 'reason': 'the server requires an API key'}, '',
+     {'failure': 'x', 'failure_log': [], 'reboot_required': False, 'key_refused': True}),
+    # only a reason that starts so (Ansible's match test)
+    ({'msg': 'x', 'reason': 'timeout: the key was refused'}, '',
+     {'failure': 'x', 'failure_log': [], 'reboot_required': False, 'key_refused': False}),
+    # a run that sends a key: the known-good configuration may hold another one
+    ({'msg': 'x'}, 'sk-1', {'failure': 'x', 'failure_log': [], 'reboot_required': False, 'key_refused': True}),
+])
+def test_failure(result, api_key, expected):
+    assert cutover_failure(result, 'Gate', api_key) == dict(expected, failed_task='Gate')

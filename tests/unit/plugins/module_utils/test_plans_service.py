@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import service, service_model
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.deployed import service_deployed
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.service import service_plan
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
@@ -518,3 +519,43 @@ def test_what_the_host_read_is_given_for_the_models():
     plan = service_plan(inputs(user='sglang', working_directory='/srv'), probed)
     assert plan['sglang_site'] == ['/root/ml-env/lib/python3.12/site-packages']
     assert plan['hub_cache'] == '/var/cache/sglang/.cache/huggingface/hub'
+
+
+# ---- service_deployed (the entry point deployed) --------------------------------------------------------------------
+
+DEPLOYED_EMPTY = {'manager': 'systemd', 'unit': 'sglang.service', 'command': [], 'args': {}, 'config': '', 'files': [],
+                  'boot': '-', 'cache_dir': '', 'sandbox': [], 'exposure': {}, 'environment_names': [], 'python': None,
+                  'venv': '', 'sglang_version': None, 'nnodes': 1, 'node_rank': 0}
+DEPLOYED_PLAN = {'manager': 'systemd', 'unit': 'sglang.service'}
+DEPLOYED_FACTS = {'python': {'executable': '/opt/venv/bin/python3', 'sglang_version': '0.5.23'}}
+
+
+@pytest.mark.parametrize('manifest, plan, expected', [
+    # no known-good configuration (or the hand-started seed without a record): the plan's manager and unit
+    (None, DEPLOYED_PLAN, {}),
+    ({'manager': '', 'unit': None, 'record': None}, DEPLOYED_PLAN, {}),
+    # a supervisor program is named after service_name
+    ({}, {'manager': 'supervisord', 'unit': 'sglang.service'}, {'manager': 'supervisord', 'unit': 'sglang'}),
+    # the manifest's manager and unit win; its record as it was saved (empty values as none recorded)
+    ({'manager': 'supervisord', 'unit': 'sglang-a', 'files': ['/etc/sglang/config.yaml'],
+      'record': {'boot': True, 'cache_dir': '/var/cache/sglang', 'sandbox': [['ProtectSystem', 'strict']],
+                 'exposure': {'after': {'score': 2.0, 'level': 'OK'}}, 'environment_names': ['HF_HOME']}},
+     DEPLOYED_PLAN,
+     {'manager': 'supervisord', 'unit': 'sglang-a', 'files': ['/etc/sglang/config.yaml'], 'boot': True,
+      'cache_dir': '/var/cache/sglang', 'sandbox': [['ProtectSystem', 'strict']],
+      'exposure': {'after': {'score': 2.0, 'level': 'OK'}}, 'environment_names': ['HF_HOME']}),
+    ({'record': {'boot': None, 'cache_dir': None, 'sandbox': None, 'exposure': None, 'environment_names': None}},
+     DEPLOYED_PLAN, {}),
+    # the command: flags, --config, the interpreter, its venv; the facts' version only for the examined interpreter
+    ({'command': ['/opt/venv/bin/python3', '-m', 'sglang.launch_server', '--config', '/etc/sglang/config.yaml',
+                  '--nnodes', '2', '--node-rank', '1']}, DEPLOYED_PLAN,
+     {'command': ['/opt/venv/bin/python3', '-m', 'sglang.launch_server', '--config', '/etc/sglang/config.yaml',
+                  '--nnodes', '2', '--node-rank', '1'],
+      'args': {'config': '/etc/sglang/config.yaml', 'nnodes': '2', 'node-rank': '1'}, 'config': '/etc/sglang/config.yaml',
+      'python': '/opt/venv/bin/python3', 'venv': '/opt/venv', 'sglang_version': '0.5.23', 'nnodes': 2, 'node_rank': 1}),
+    ({'command': ['/other/bin/python3', '-m', 'sglang.launch_server', '--nnodes', 'x']}, DEPLOYED_PLAN,
+     {'command': ['/other/bin/python3', '-m', 'sglang.launch_server', '--nnodes', 'x'], 'args': {'nnodes': 'x'},
+      'python': '/other/bin/python3', 'venv': '/other', 'nnodes': 0}),
+])
+def test_service_deployed(manifest, plan, expected):
+    assert service_deployed(manifest, plan, DEPLOYED_FACTS, 'sglang') == dict(DEPLOYED_EMPTY, **expected)
