@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) inferops.sglang developers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 #
 # PRIVATE: this module_utils is private to the inferops.sglang collection; it can change at any time.
 """The declared outputs: every fact one role (or play) publishes for another, in one place (issue 26, item 3).
