@@ -50,12 +50,10 @@ def _walk(node):
     if isinstance(node, dict):
         yield node
         for value in node.values():
-            for found in _walk(value):
-                yield found
+            yield from _walk(value)
     elif isinstance(node, list):
         for item in node:
-            for found in _walk(item):
-                yield found
+            yield from _walk(item)
 
 
 def _published():

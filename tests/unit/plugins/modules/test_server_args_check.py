@@ -526,7 +526,7 @@ def test_not_memoized(stub_sglang, tmp_path, memo_dir, case):
         params['cache'] = False
     elif case == 'config_equals':
         params['args'] = GOOD + ['--config=/nonexistent.yaml']
-    for _ in range(2):
+    for _attempt in range(2):
         with patch_module_args(params):
             with pytest.raises((ExitJson, FailJson)) as info:
                 server_args_check.main()
