@@ -106,6 +106,30 @@ options:
     type: list
     elements: str
     default: []
+  cache:
+    description:
+      - Memoize the check on the target (issue 26). Its result is stored under a SHA-256 digest of every input it
+        reads - the C(RECORD) of the C(sglang) distribution that O(python) imports (the installed files and their
+        hashes), the names and versions of the other installed distributions, O(args), the environment's names (and
+        the values of C(PYTHON*), C(SGLANG*), C(SGL_*), C(CUDA_VISIBLE_DEVICES), C(LD_LIBRARY_PATH), C(LD_PRELOAD)),
+        O(python) (path, resolved path, version), the content of a C(--config) file O(args) names, O(hide_gpus),
+        O(env_names) and the check program itself - and a later call with the same digest returns it
+        (RV(cached=true)) without importing SGLang; finding the digest's inputs takes one short interpreter run.
+      - Only definite verdicts of the parser (accepted, or rejected with its message) are stored; a check that could
+        not run (no interpreter, SGLang does not import, timeout) is not, nor one with O(load_plugins), nor one
+        whose C(sglang) has no C(RECORD), nor one with a C(--config=FILE) token.
+      - A file of the installed C(sglang) edited in place after installation is not seen (its C(RECORD) is
+        unchanged); remove O(cache_dir) after such an edit.
+      - In check mode the memo is read, never written.
+    type: bool
+    default: true
+  cache_dir:
+    description:
+      - Directory of the memo, one JSON file (mode 0600) per digest, at most 64 (the least recently used go).
+        Created with mode 0700; not used when another user owns it or group or others may read or write it.
+      - The files hold the module's result (secret values already masked), never O(args) or O(environment).
+    type: path
+    default: /var/cache/inferops-sglang/server-args-check
 attributes:
   check_mode:
     support: full
@@ -232,6 +256,13 @@ duration_seconds:
   returned: always
   type: float
   sample: 4.213
+cached:
+  description:
+    - Whether the result was read from the memo in O(cache_dir) (the check program did not run; RV(duration_seconds)
+      is then the time taken to digest its inputs).
+  returned: always
+  type: bool
+  sample: false
 rc:
   description: Exit status of the check program (negative for a signal, -14 when O(timeout) expired).
   returned: when the check program gave no result
@@ -250,6 +281,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.sglang.plugins.module_utils import _args_check_cache as memo
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import mask_values, secret_values
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import flag_from_parser_message
 from ansible_collections.inferops.sglang.plugins.module_utils._sglang_venvs import names_absent_from_texts, package_sources
@@ -424,7 +456,56 @@ def _result_base():
         parser_warnings=[],
         env_names_unread=None,
         duration_seconds=0.0,
+        cached=False,
     )
+
+
+# What the memo stores of a result: the verdict and what was returned with it, not this call's time.
+STORED = ('checked', 'valid', 'sglang_version', 'python_version', 'parser', 'flag', 'message', 'abbreviations',
+          'deprecated', 'parser_warnings', 'env_names_unread')
+
+
+def _memo_key(module, python, args, environ):
+    """The memo's digest of this check's inputs (see _args_check_cache), or None when it is not memoized."""
+    params = module.params
+    if not params['cache'] or params['load_plugins']:
+        return None
+    keyable, config = memo.config_path(args)
+    if not keyable:
+        return None
+    files = {}
+    if config is not None:
+        path = config if os.path.isabs(config) else os.path.join('/', config)
+        files[path] = memo.file_digest(path)
+        if files[path] is None:
+            return None
+    rc, stdout, _stderr = module.run_command([python, '-c', memo.PROBE_PROGRAM], environ_update=environ, cwd='/')
+    probe = memo.parse_probe(stdout)
+    if rc != 0 or not probe or not probe.get('record'):
+        return None
+    environment = dict(os.environ)
+    environment.update(environ)
+    inputs = memo.key_inputs(
+        python, probe.get('python_version'), probe['record'], args, environment,
+        distributions=probe.get('distributions') or (), program=CHECK_PROGRAM, files=files,
+        options=dict(hide_gpus=params['hide_gpus'], env_names=list(params['env_names']),
+                     realpath=os.path.realpath(python)))
+    return memo.cache_key(inputs)
+
+
+def _finish(module, result):
+    """Fails on a rejected command line, else warns about abbreviations and deprecations and exits."""
+    version = result['sglang_version']
+    who = "SGLang %s's own argument parser" % version if version else "The installed SGLang's own argument parser"
+    if not result['valid']:
+        target = result['flag'] or 'the command line'
+        module.fail_json(msg='%s rejects %s: %s' % (who, target, result['message'] or ''), **result)
+    for token, option in sorted(result['abbreviations'].items()):
+        module.warn('%s is accepted only as an abbreviation of %s by %s; write %s, since a later SGLang '
+                    'that adds another flag starting with %s makes it ambiguous' % (token, option, who, option, token))
+    for option, help_text in sorted(result['deprecated'].items()):
+        module.warn('%s is deprecated in SGLang %s: %s' % (option, version or '(unknown version)', help_text))
+    module.exit_json(**result)
 
 
 def _cannot_check(module, result, why):
@@ -446,6 +527,8 @@ def main():
             hide_gpus=dict(type='bool', default=True),
             timeout=dict(type='int', default=300),
             env_names=dict(type='list', elements='str', default=[]),
+            cache=dict(type='bool', default=True),
+            cache_dir=dict(type='path', default=memo.CACHE_DIR),
         ),
         supports_check_mode=True,
         # args may hold --api-key values: do not write the invocation to the target's syslog.
@@ -477,6 +560,17 @@ def main():
         environ['CUDA_VISIBLE_DEVICES'] = ''
 
     started = time.monotonic()
+    key = _memo_key(module, python, args, environ)
+    cache_dir = module.params['cache_dir']
+    stored = memo.read_entry(cache_dir, key) if key else None
+    if stored is not None:
+        result.update((name, stored[name]) for name in STORED if name in stored)
+        result['cached'] = True
+        result['duration_seconds'] = round(time.monotonic() - started, 3)
+        if not module.check_mode:
+            memo.touch_entry(cache_dir, key)
+        _finish(module, result)
+
     rc, stdout, stderr = module.run_command(
         [python, '-c', CHECK_PROGRAM],
         data=json.dumps(request),
@@ -527,22 +621,13 @@ def main():
         (item['token'], item['option']) for item in resolved
         if item.get('option') and item['option'] != item['token'])
 
-    version = result['sglang_version']
-    who = "SGLang %s's own argument parser" % version if version else "The installed SGLang's own argument parser"
-
     if not result['valid']:
-        message = reply.get('message') or ''
-        result['message'] = message
-        result['flag'] = flag_from_parser_message(message, resolved)
-        target = result['flag'] or 'the command line'
-        module.fail_json(msg='%s rejects %s: %s' % (who, target, message), **result)
-
-    for token, option in sorted(result['abbreviations'].items()):
-        module.warn('%s is accepted only as an abbreviation of %s by %s; write %s, since a later SGLang '
-                    'that adds another flag starting with %s makes it ambiguous' % (token, option, who, option, token))
-    for option, help_text in sorted(result['deprecated'].items()):
-        module.warn('%s is deprecated in SGLang %s: %s' % (option, version or '(unknown version)', help_text))
-    module.exit_json(**result)
+        result['message'] = reply.get('message') or ''
+        result['flag'] = flag_from_parser_message(result['message'], resolved)
+    # A definite verdict of the parser: memoized (never in check mode).
+    if key and not module.check_mode:
+        memo.write_entry(cache_dir, key, dict((name, result[name]) for name in STORED))
+    _finish(module, result)
 
 
 if __name__ == '__main__':

@@ -16,6 +16,8 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
+import os
+import stat
 import sys
 import textwrap
 
@@ -25,6 +27,7 @@ from ansible.module_utils import basic
 from ansible.module_utils.common import warnings as ansible_warnings
 from ansible_collections.inferops.sglang.tests.unit.plugins.modules.module_args import patch_module_args
 
+from ansible_collections.inferops.sglang.plugins.module_utils import _args_check_cache
 from ansible_collections.inferops.sglang.plugins.modules import server_args_check
 
 STUB_SERVER_ARGS = textwrap.dedent('''
@@ -86,6 +89,14 @@ def stub_sglang(tmp_path):
     dist.mkdir()
     (dist / 'METADATA').write_text('Metadata-Version: 2.1\nName: sglang\nVersion: 9.9.9\n')
     return str(root)
+
+
+@pytest.fixture(autouse=True)
+def memo_dir(tmp_path, monkeypatch):
+    """The memo's default directory, for every test here: a private one under tmp_path, never /var/cache."""
+    path = tmp_path / 'memo'
+    monkeypatch.setattr(_args_check_cache, 'CACHE_DIR', str(path))
+    return path
 
 
 @pytest.fixture
@@ -285,7 +296,9 @@ def test_args_go_on_stdin_not_on_the_command_line(monkeypatch, stub_sglang):
     result = run_module(params_for(stub_sglang, ['--model-path', '/very/long/path'],
                                    environment={'SGLANG_X': 1}), ExitJson)
     assert result['valid'] is True
-    (command, kwargs), = calls
+    # The memo's probe (the digest's inputs), then the check: neither gets the arguments on its command line.
+    (probe, _probe_kwargs), (command, kwargs) = calls
+    assert probe[:2] == [sys.executable, '-c'] and len(probe) == 3 and '/very/long/path' not in ' '.join(probe)
     assert command[0] == sys.executable and command[1] == '-c'
     assert len(command) == 3
     assert '/very/long/path' not in ' '.join(command)
@@ -342,10 +355,10 @@ def test_documentation_matches_argument_spec():
     yaml.safe_load(server_args_check.EXAMPLES)
     returns = yaml.safe_load(server_args_check.RETURN)
     assert set(doc['options']) == {'python', 'args', 'fallback', 'environment', 'load_plugins', 'hide_gpus', 'timeout',
-                                   'env_names'}
+                                   'env_names', 'cache', 'cache_dir'}
     assert set(returns) == {'checked', 'valid', 'sglang_version', 'python_version', 'parser', 'flag', 'message',
                             'abbreviations', 'deprecated', 'parser_warnings', 'duration_seconds',
-                            'env_names_unread', 'rc', 'stderr_tail'}
+                            'env_names_unread', 'rc', 'stderr_tail', 'cached'}
 
 
 def test_env_names_the_installed_sglang_never_mentions(stub_sglang):
@@ -405,3 +418,130 @@ def test_url_passwords_are_not_echoed(stub_sglang):
     result = run_module(params_for(stub_sglang, args), FailJson)
     assert 'hunter2secret' not in json.dumps(result)
     assert 'http://u:********@otel.example:4317' in result['message']
+
+
+# Issue 26, item 6: the memo of the check, keyed by the digest of every input it reads.
+
+@pytest.fixture
+def recorded_sglang(stub_sglang):
+    """The stand-in sglang with a RECORD, as pip writes one (without it nothing identifies the files: no memo)."""
+    record = os.path.join(stub_sglang, 'sglang-9.9.9.dist-info', 'RECORD')
+    with open(record, 'w') as handle:
+        handle.write('sglang/__init__.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n')
+    return stub_sglang
+
+
+def _count_checks(monkeypatch):
+    """Counts the runs of the check program itself (not of the memo's probe)."""
+    runs = []
+    real = basic.AnsibleModule.run_command
+
+    def counting(self, args, **kwargs):
+        if args[-1] == server_args_check.CHECK_PROGRAM:
+            runs.append(args)
+        return real(self, args, **kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', counting)
+    return runs
+
+
+def test_second_call_is_read_from_the_memo(recorded_sglang, memo_dir, monkeypatch):
+    runs = _count_checks(monkeypatch)
+    first = run_module(params_for(recorded_sglang, GOOD), ExitJson)
+    second = run_module(params_for(recorded_sglang, GOOD), ExitJson)
+    assert (first['cached'], second['cached']) == (False, True)
+    assert len(runs) == 1
+    for name in server_args_check.STORED:
+        assert first[name] == second[name], name
+    entries = os.listdir(str(memo_dir))
+    assert len(entries) == 1 and entries[0].endswith('.json')
+    assert stat.S_IMODE(os.stat(str(memo_dir / entries[0])).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(str(memo_dir)).st_mode) == 0o700
+    # Neither the arguments nor the environment are stored.
+    assert '/does/not/exist' not in (memo_dir / entries[0]).read_text()
+
+
+def test_a_rejection_is_memoized_with_its_message(recorded_sglang, monkeypatch):
+    runs = _count_checks(monkeypatch)
+    args = GOOD + ['--attention-backend', 'nope']
+    first = run_module(params_for(recorded_sglang, args), FailJson)
+    second = run_module(params_for(recorded_sglang, args), FailJson)
+    assert len(runs) == 1 and second['cached'] is True
+    assert second['msg'] == first['msg'] and second['flag'] == first['flag'] == '--attention-backend'
+
+
+def test_warnings_are_given_again_from_the_memo(recorded_sglang):
+    args = ['--model-path', '/m', '--tp', '2', '--old-flag']
+    first = run_module(params_for(recorded_sglang, args), ExitJson)
+    second = run_module(params_for(recorded_sglang, args), ExitJson)
+    assert second['cached'] is True and second['warnings'] == first['warnings'] and len(first['warnings']) == 2
+
+
+@pytest.mark.parametrize('change', ['args', 'record', 'env_name', 'env_value', 'env_names', 'hide_gpus'])
+def test_any_input_change_misses(recorded_sglang, monkeypatch, change):
+    runs = _count_checks(monkeypatch)
+    run_module(params_for(recorded_sglang, GOOD), ExitJson)
+    params = params_for(recorded_sglang, GOOD)
+    if change == 'args':
+        params['args'] = GOOD + ['--attention-backend', 'triton']
+    elif change == 'record':
+        with open(os.path.join(recorded_sglang, 'sglang-9.9.9.dist-info', 'RECORD'), 'a') as handle:
+            handle.write('sglang/srt/server_args.py,sha256=x,1\n')
+    elif change == 'env_name':
+        params['environment'] = dict(params['environment'], SOME_NEW_NAME='x')
+    elif change == 'env_value':
+        params['environment'] = dict(params['environment'], SGLANG_KV_CANARY_ENABLE_TOKEN_ORACLE='1')
+    elif change == 'env_names':
+        params['env_names'] = ['SGLANG_X']
+    else:
+        params['hide_gpus'] = False
+    assert run_module(params, ExitJson)['cached'] is False
+    assert len(runs) == 2
+
+
+def test_check_mode_reads_the_memo_and_never_writes_it(recorded_sglang, memo_dir):
+    params = params_for(recorded_sglang, GOOD)
+    params['_ansible_check_mode'] = True
+    assert run_module(params, ExitJson)['cached'] is False
+    assert not memo_dir.exists()
+    run_module(params_for(recorded_sglang, GOOD), ExitJson)
+    assert run_module(params, ExitJson)['cached'] is True
+
+
+@pytest.mark.parametrize('case', ['no_record', 'import_error', 'load_plugins', 'cache_off', 'config_equals'])
+def test_not_memoized(stub_sglang, tmp_path, memo_dir, case):
+    """Failures the host can change (SGLang does not import) and checks whose inputs cannot all be digested."""
+    if case == 'import_error':
+        with open(os.path.join(stub_sglang, 'sglang-9.9.9.dist-info', 'RECORD'), 'w') as handle:
+            handle.write('sglang/__init__.py,,\n')
+        (tmp_path / 'site' / 'sglang' / 'srt' / 'server_args.py').write_text('raise ImportError("no torch")\n')
+    elif case != 'no_record':
+        with open(os.path.join(stub_sglang, 'sglang-9.9.9.dist-info', 'RECORD'), 'w') as handle:
+            handle.write('sglang/__init__.py,,\n')
+    params = params_for(stub_sglang, GOOD, fallback='skip')
+    if case == 'load_plugins':
+        params['load_plugins'] = True
+        (tmp_path / 'site' / 'sglang' / 'srt' / 'plugins.py').write_text('def load_plugins():\n    pass\n')
+    elif case == 'cache_off':
+        params['cache'] = False
+    elif case == 'config_equals':
+        params['args'] = GOOD + ['--config=/nonexistent.yaml']
+    for _attempt in range(2):
+        with patch_module_args(params):
+            with pytest.raises((ExitJson, FailJson)) as info:
+                server_args_check.main()
+        assert info.value.args[0]['cached'] is False
+    assert not memo_dir.exists() or os.listdir(str(memo_dir)) == []
+
+
+def test_config_file_content_is_an_input(recorded_sglang, tmp_path, monkeypatch):
+    runs = _count_checks(monkeypatch)
+    config = tmp_path / 'server.yaml'
+    config.write_text('tp-size: 2\n')
+    params = params_for(recorded_sglang, ['--model-path', '/m', '--config', str(config)])
+    monkeypatch.setattr(_args_check_cache, 'file_digest', lambda path: 'a' * 64 if path == str(config) else None)
+    run_module(params, (ExitJson, FailJson))
+    assert run_module(params, (ExitJson, FailJson))['cached'] is True
+    monkeypatch.setattr(_args_check_cache, 'file_digest', lambda path: 'b' * 64)
+    assert run_module(params, (ExitJson, FailJson))['cached'] is False
+    assert len(runs) == 2
