@@ -11,8 +11,8 @@ from ansible_collections.inferops.sglang.plugins.module_utils import _perf
 
 
 def test_perf_request_asks_for_exactly_n_tokens():
-    body = json.loads(_perf.perf_request("m", "Tell a story.", 256, {"chat_template_kwargs": {"thinking": False},
-                                                                      "max_tokens": 1, "ignore_eos": False}))
+    extra = {"chat_template_kwargs": {"thinking": False}, "max_tokens": 1, "ignore_eos": False}
+    body = json.loads(_perf.perf_request("m", "Tell a story.", 256, extra))
     assert body == {"model": "m", "messages": [{"role": "user", "content": "Tell a story."}], "stream": False,
                     "max_tokens": 256, "ignore_eos": True, "temperature": 0,
                     "chat_template_kwargs": {"thinking": False}}
