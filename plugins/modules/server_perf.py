@@ -121,6 +121,25 @@ perf:
   returned: always
   type: dict
   sample: {decode_tokens_per_s: 80.0, accept_length: 2.6, max_tokens: 256, concurrency: 8, completion_tokens: 2048, seconds: 25.6}
+  contains:
+    decode_tokens_per_s:
+      description: Completion tokens of all answers over the batch's wall-clock seconds.
+      type: float
+    accept_length:
+      description: The mean C(avg_spec_accept_length) of C(/server_info)'s C(internal_states); null without speculative decoding.
+      type: float
+    max_tokens:
+      description: O(max_tokens).
+      type: int
+    concurrency:
+      description: O(concurrency).
+      type: int
+    completion_tokens:
+      description: Completion tokens of all answers.
+      type: int
+    seconds:
+      description: The batch's wall clock, from the first request sent to the last answer.
+      type: float
 baseline:
   description: The known-good figures compared with (O(baseline)), empty without them.
   returned: always
