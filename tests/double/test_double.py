@@ -1433,3 +1433,38 @@ def test_model_registry_names_as_sglang_0_5_9_registers_them():
         assert re.search(r"^EntryClass = \[", path.read_text(), re.M), path
     assert names == {"deepseek_v2": ["DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"],
                      "llama_eagle3": ["LlamaForCausalLMEagle3"]}
+
+
+def test_speculative_accept_length_and_decode_time_follow_the_flags(servers, tmp_path):
+    """Field case C38 (the double's side): ignore_eos generates exactly max_tokens; /server_info reports
+    internal_states[*].avg_spec_accept_length (SGLang 0.5.23's _add_speculative) only with a speculative algorithm and
+    after a generation; 2 EAGLE3 steps give 2.6 and decode faster than 1 step (1.8) or a plain server."""
+    draft = make_model(tmp_path / "draft")
+    spec = ("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(draft),
+            "--speculative-eagle-topk", "1")
+    fast = servers(*spec, "--speculative-num-steps", "2", env={"SGLANG_DOUBLE_DECODE_SECONDS": "0.01"})
+    slow = servers(*spec, "--speculative-num-steps", "1", env={"SGLANG_DOUBLE_DECODE_SECONDS": "0.01"})
+    plain = servers(env={"SGLANG_DOUBLE_DECODE_SECONDS": "0.01"})
+    for server in (fast, slow, plain):
+        server.wait_ready()
+
+    def info(target):
+        status, body = target.request("GET", "/server_info")
+        assert status == 200
+        return [s.get("avg_spec_accept_length") for s in json.loads(body)["internal_states"]]
+
+    def timed(target):
+        started = time.time()
+        status, body = target.request("POST", "/v1/chat/completions", body={
+            "messages": [{"role": "user", "content": "Tell a story."}], "max_tokens": 100, "ignore_eos": True})
+        assert status == 200, body
+        data = json.loads(body)
+        assert data["usage"]["completion_tokens"] == 100 and data["choices"][0]["finish_reason"] == "length"
+        return time.time() - started
+
+    assert info(fast) == [None]  # no verify step yet: SGLang's _average_accept_length is None
+    seconds = {name: timed(target) for name, target in (("fast", fast), ("slow", slow), ("plain", plain))}
+    assert info(fast) == [pytest.approx(100 / 39)]  # ceil(100 / 2.6) = 39 steps
+    assert info(slow) == [pytest.approx(100 / 56)]  # ceil(100 / 1.8) = 56 steps
+    assert info(plain) == [None]
+    assert seconds["fast"] < seconds["slow"] < seconds["plain"], seconds

@@ -429,6 +429,7 @@ def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, k
         'time_to_healthy': gate.get('time_to_healthy') or '-',
         'ready': gate.get('elapsed') or '-',
         'smoke_latencies': _joined(gate.get('smoke_latencies', []), '-'),
+        'perf': _perf_line(_dict(state.get('perf')), _dict(_dict(_dict(state.get('previous')).get('manifest')).get('perf'))),
         'known_good_dir': known_good.get('dir', known_good_dir),
         'history_dir': known_good.get('history_dir') or '-',
         'python': versions.get('python') or '-',
@@ -449,6 +450,14 @@ def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, k
         'sglang_version': python.get('sglang_version') or '-',
         'findings': findings or 'None recorded.',
     }
+
+
+def _perf_line(measured, known_good):
+    """'this configuration <tokens/s>, <accept length>; known-good <tokens/s>, <accept length>' ('-' where missing)."""
+    def pair(figures):
+        return '%s, %s' % tuple('-' if figures.get(key) in (None, '') else figures[key]
+                                for key in ('decode_tokens_per_s', 'accept_length'))
+    return 'this configuration %s; known-good %s' % (pair(measured), pair(known_good))
 
 
 def cutover_inputs(service, cuda_env):

@@ -40,6 +40,7 @@ MUST_BE_NO_LOG = [
     ('router_worker', 'drain_api_key'),
     ('router_worker', 'worker_api_key'),
     ('server_health', 'api_key'),
+    ('server_perf', 'api_key'),
 ]
 # Modules that log no invocation at all: an option holds secrets only known once read (argv with --api-key values,
 # pip arguments or URLs with passwords).

@@ -248,6 +248,48 @@ class TestRollback:
             rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with()})
             assert rc == 0, out[-3000:]
 
+    def test_a_slower_configuration_is_refused_and_rolled_back(self, host, serving, tmp_path):
+        """Field case C38 (issue 27 item 4): the known-good configuration (EAGLE3, 2 steps: the double's accept length
+        2.6) keeps its figures in the known-good manifest; 1 step (accept length 1.8, fewer tokens per decode step) and
+        then a decode step three times slower (SGLANG_DOUBLE_DECODE_SECONDS) each fail the performance gate with both
+        figures in the message, the record and the fleet summary, and roll back."""
+        rc, out, dummy = site(tmp_path, {"service_server_args": reference_args(), "service_environment": env_with()})
+        assert rc == 0, out[-3000:]
+        manifest = "/var/lib/inferops-sglang/known-good/manifest.json"
+        good = json.loads(host.file(manifest).content_string)["perf"]
+        assert good["accept_length"] == pytest.approx(2.6, abs=0.1) and good["decode_tokens_per_s"] > 0, good
+        assert (good["max_tokens"], good["concurrency"]) == (256, 8)
+        serving = main_pid(host)
+
+        def refused(extra, figure):
+            rc, out, dummy = site(tmp_path, dict({"service_server_args": reference_args(),
+                                                  "service_environment": env_with()}, **extra))
+            assert rc != 0
+            message = re.search(r"slower than the known-good configuration by more than cutover_perf_tolerance \(20 %%\): "
+                                r"[^\n]*?%s [0-9.]+%s is [0-9]+ %% below the known-good [0-9.]+" % figure, out)
+            assert message, out[-5000:]
+            assert "known-good: decode throughput %g tokens/s, accept length %g" % (
+                good["decode_tokens_per_s"], good["accept_length"]) in out
+            assert "Rolled back to the last known-good configuration" in out
+            summary = [line for line in out.splitlines() if "- **sglang-host**" in line and "slower than the known-good" in line]
+            assert summary, "the fleet summary does not name the figures"
+            record = host.file(RECORD).content_string
+            assert "rolled back to the last known-good configuration" in record and "slower than the known-good" in record
+            assert "- Performance (decode tokens/s, accept length; cutover_perf_*): this configuration" in record
+            assert json.loads(host.file(manifest).content_string)["perf"] == good, "the refused figures were kept"
+            assert host.service(UNIT).is_running and health(host) == "200" and main_pid(host) != serving
+            return message.group(0)
+
+        # 1 speculative step: the accept length falls (and the throughput with it)
+        print(refused({"service_server_args": dict(reference_args(), **{"speculative-num-steps": 1})},
+                      ("accept length", "")))
+        cmdline = host.check_output("sh -c %s", "tr '\\0' ' ' < /proc/%d/cmdline" % main_pid(host))
+        assert "--speculative-num-steps 2" in cmdline
+        # the same flags, decoding three times slower: the throughput falls, the accept length does not
+        print(refused({"service_environment": env_with(SGLANG_DOUBLE_DECODE_SECONDS="0.03")},
+                      ("decode throughput", " tokens/s")))
+        assert "SGLANG_DOUBLE_DECODE_SECONDS" not in host.file("/etc/sglang/sglang.env").content_string
+
     def test_port_held_by_another_program_stops_the_run(self, host, serving, tmp_path):
         """Field case C07: a listener that is not SGLang; nothing is stopped, no restart loop."""
         host.run_expect([0], "systemctl stop %s", UNIT)

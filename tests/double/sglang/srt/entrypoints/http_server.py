@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 import multiprocessing as mp
 import os
 import hmac
@@ -139,6 +140,13 @@ class ServerState:
         self.health_delay = env_float("SGLANG_DOUBLE_HEALTH_DELAY", 0.05)
         self.health_timeout = env_float("SGLANG_DOUBLE_HEALTH_TIMEOUT", 20.0)
         self.generate_seconds = env_float("SGLANG_DOUBLE_GENERATE_SECONDS", 0.05)
+        # Decoding: one forward step per SGLANG_DOUBLE_DECODE_SECONDS; with speculative decoding a step yields
+        # accept_length tokens (see spec_accept_length), so throughput follows the flags as on a GPU.
+        self.decode_seconds = env_float("SGLANG_DOUBLE_DECODE_SECONDS", 0.01)
+        self.accept_length = spec_accept_length(server_args, env_float("SGLANG_DOUBLE_ACCEPT_RATE", 0.8))
+        # SGLang's metrics reporter counters (spec_total_num_accept_tokens / spec_total_num_forward_ct).
+        self.spec_accept_tokens = 0
+        self.spec_forward_ct = 0
         self.context_len = (
             server_args.context_length
             or model_config.get("max_position_embeddings")
@@ -159,6 +167,23 @@ class ServerState:
             self.inflight[dp] -= 1
             self.inflight_tokens[dp] -= tokens
 
+    def decode(self, tokens: int) -> float:
+        """Seconds the decoding of TOKENS takes, counted into the speculative counters."""
+        steps = int(math.ceil(tokens / self.accept_length)) if tokens > 0 else 0
+        if self.accept_length > 1.0 or getattr(self.server_args, "speculative_algorithm", None):
+            with self.lock:
+                self.spec_accept_tokens += tokens
+                self.spec_forward_ct += steps
+        return steps * self.decode_seconds
+
+    def avg_spec_accept_length(self) -> Optional[float]:
+        """SGLang 0.5.23 InternalStateCollector._average_accept_length: None without speculative decoding or before
+        the first verify step, else accepted tokens / forward steps since the start."""
+        if not getattr(self.server_args, "speculative_algorithm", None) or self.spec_forward_ct <= 0:
+            return None
+        with self.lock:
+            return self.spec_accept_tokens / self.spec_forward_ct
+
     def total_inflight(self) -> int:
         with self.lock:
             return sum(self.inflight)
@@ -175,6 +200,20 @@ class ServerState:
                 }
                 for dp, n in enumerate(self.inflight)
             ]
+
+
+def spec_accept_length(server_args, accept_rate: float) -> float:
+    """The double's tokens per decode step: 1.0 without --speculative-algorithm, else 1 + ACCEPT_RATE x
+    --speculative-num-steps (default 3), at most --speculative-num-draft-tokens (EAGLE with topk 1 verifies
+    num-steps + 1 tokens per step: SGLang's accept length counts the bonus token). The reference configuration
+    (EAGLE3, 2 steps) gives 2.6; 1 step gives 1.8. SGLANG_DOUBLE_ACCEPT_RATE (default 0.8) plays a draft model that
+    fits the target better or worse."""
+    if not getattr(server_args, "speculative_algorithm", None):
+        return 1.0
+    steps = getattr(server_args, "speculative_num_steps", None) or 3
+    length = 1.0 + max(0.0, min(1.0, accept_rate)) * steps
+    draft = getattr(server_args, "speculative_num_draft_tokens", None)
+    return min(length, float(draft)) if draft else length
 
 
 # --------------------------------------------------------------------------- HTTP
@@ -382,6 +421,11 @@ class _Handler(BaseHTTPRequestHandler):
             {"dp_rank": load["dp_rank"], "last_gen_throughput": 0.0, "num_running_reqs": load["num_reqs"]}
             for load in st.loads()
         ]
+        accept_length = st.avg_spec_accept_length()
+        if accept_length is not None:
+            # internal_state.py _add_speculative (0.5.23): only when a speculative algorithm runs and has verified
+            for state in info["internal_states"]:
+                state["avg_spec_accept_length"] = accept_length
         info["version"] = __version__
         self._json(200, info)
 
@@ -442,21 +486,25 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         return data
 
-    def _run_generation(self, prompt_tokens: int) -> bool:
+    def _run_generation(self, prompt_tokens: int, decode_tokens: int = 0) -> bool:
         dp = self.st.begin_request(prompt_tokens)
         if dp is None:
             msg = "The server is shutting down." if self.st.draining else "The server is not ready yet (still warming up)."
             self._openai_error(503, msg, "ServiceUnavailableError")
             return False
         try:
-            time.sleep(self.st.generate_seconds)
+            time.sleep(self.st.generate_seconds + self.st.decode(decode_tokens))
         finally:
             self.st.end_request(dp, prompt_tokens)
         return True
 
     @staticmethod
-    def _answer(max_tokens: Any, tokens: Optional[List[str]] = None) -> Tuple[str, int, str]:
+    def _answer(max_tokens: Any, tokens: Optional[List[str]] = None, ignore_eos: bool = False) -> Tuple[str, int, str]:
         tokens = CANNED_TOKENS if tokens is None else tokens
+        if ignore_eos and isinstance(max_tokens, int) and max_tokens > len(tokens):
+            # SamplingParams.ignore_eos: generation goes on past the end of the answer, to max_tokens
+            tokens = (tokens * (max_tokens // len(tokens) + 1))[:max_tokens]
+            return "".join(tokens), max_tokens, "length"
         limit = len(tokens)
         if isinstance(max_tokens, int) and max_tokens >= 0:
             limit = min(limit, max_tokens)
@@ -540,18 +588,21 @@ class _Handler(BaseHTTPRequestHandler):
         if "chat_hangs" in self.st.modes:
             self._hang()
             return
-        if not self._run_generation(prompt_tokens):
-            return
         max_tokens = req.get("max_completion_tokens", req.get("max_tokens"))
-        text, n, finish = self._answer(max_tokens)
+        ignore_eos = req.get("ignore_eos") is True
+        text, n, finish = self._answer(max_tokens, ignore_eos=ignore_eos)
+        thinks = chat and self._thinks(req)
+        thought = self._answer(max_tokens, THINKING_TOKENS + CANNED_TOKENS, ignore_eos) if thinks else None
+        if not self._run_generation(prompt_tokens, thought[1] if thought else n):
+            return
         rid = uuid.uuid4().hex
         model = req.get("model") or self.st.server_args.served_model_name
         usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + n,
                  "completion_tokens": n, "prompt_tokens_details": None}
         obj = "chat.completion" if chat else "text_completion"
         reasoning = None
-        if chat and self._thinks(req):
-            text, n, finish = self._answer(max_tokens, THINKING_TOKENS + CANNED_TOKENS)
+        if thought:
+            text, n, finish = thought
             usage.update(total_tokens=prompt_tokens + n, completion_tokens=n)
             if req.get("separate_reasoning", True):
                 reasoning, text = _split_reasoning(text)
