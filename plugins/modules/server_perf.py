@@ -225,7 +225,7 @@ def main():
     try:
         ok, verdict, compared = _perf.perf_verdict(perf, baseline, p['tolerance'])
     except ValueError as exc:
-        module.fail_json(msg=str(exc), perf=perf)
+        module.fail_json(msg=str(exc), perf=perf, verdict='')
     result = dict(changed=False, perf=perf, baseline=baseline, compared=compared, verdict=verdict)
     if not ok:
         module.fail_json(msg='SGLang on port %d is %s' % (p['port'], verdict), **result)

@@ -315,6 +315,7 @@ EMPTY_RECORD = {
     'boot': '-', 'user': 'root', 'group': 'root', 'cache_dir': '-', 'sandbox': 'none',
     'exposure_before': '- (no unit yet)', 'exposure_after': '-', 'environment_names': 'none',
     'environment_left_out': [], 'time_to_tcp': '-', 'time_to_healthy': '-', 'ready': '-', 'smoke_latencies': '-',
+    'perf': 'this configuration -, -; known-good -, -',
     'known_good_dir': '/kg', 'history_dir': '-', 'python': '-', 'hand_started': False, 'cuda_env_file': '-',
     'cuda_environment': {}, 'sitecustomize': None, 'sitecustomize_link': None, 'strays': [], 'stuck': [],
     'stopped': [], 'systemd_version': '-', 'driver_version': '-', 'cuda_driver_version': '-', 'toolkits': 'none',
@@ -362,6 +363,14 @@ EMPTY_RECORD = {
 def test_record(state, service, cuda_env, facts, known_good, gate, stopped, findings, expected):
     record = cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, '/kg', findings)
     assert record == dict(EMPTY_RECORD, **expected)
+
+
+def test_record_performance_figures():
+    """The performance gate's figures of this configuration and of the known-good one (issue 27, C38)."""
+    state = {'perf': {'decode_tokens_per_s': 1919.4, 'accept_length': 2.59},
+             'previous': {'manifest': {'perf': {'decode_tokens_per_s': 1950.0, 'accept_length': None}}}}
+    record = cutover_record(state, {}, {}, {}, {}, {}, {}, '/kg')
+    assert record['perf'] == 'this configuration 1919.4, 2.59; known-good 1950.0, -'
 
 
 def test_record_processes():
