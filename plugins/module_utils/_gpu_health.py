@@ -104,7 +104,7 @@ def parse_query_xml(text):
         ECC errors since the driver loaded, every counter the driver prints summed), 'fabric_state': str|None,
         'fabric_status': str|None (NVSwitch systems; R525+)}}}.
     """
-    import xml.etree.ElementTree as ElementTree
+    from xml.etree import ElementTree
     try:
         root = ElementTree.fromstring((text or '').strip())
     except ElementTree.ParseError:

@@ -90,7 +90,7 @@ def test_a_new_sitecustomize_is_a_file_and_a_child_that_misses_it_fails_the_run(
                         "sitecustomize": {"imported": False, "path": None, "realpath": None, "candidate": candidate}}}
     rc, out = play(tree["tmp"], {"cuda_env_cuda_home": tree["cuda"],
                                  "cuda_env_env_file": str(tree["tmp"] / "etc" / "cuda.env")}, facts=facts)
-    assert os.path.isfile(candidate), "the block must go into a file named sitecustomize.py, not a directory"
+    assert os.path.isfile(candidate), "the block must go into a file named sitecustomize.py: " + out[-3000:]
     assert not os.path.exists(os.path.join(candidate, "sitecustomize.py"))
     if spawned_child_sees(tree["python"], "CUDA_HOME") == tree["cuda"]:
         assert rc == 0, out[-3000:]  # an interpreter that really imports no sitecustomize of its own

@@ -57,7 +57,8 @@ def run_gate(tmp_path, ports, budget, round_seconds=2):
         "cutover_health_round_seconds": round_seconds, "cutover_smoke_requests": 1,
     }
     book = [{"hosts": "all", "gather_facts": False, "tasks": [
-        {"name": "Note when the service was started", "ansible.builtin.set_fact": {"__cutover": {"began": "{{ now().timestamp() }}", "key_refused": False}}},
+        {"name": "Note when the service was started", "ansible.builtin.set_fact": {"__cutover": {
+            "began": "{{ now().timestamp() }}", "key_refused": False, "failure": "", "kept": False}}},
         {"name": "Gate", "ansible.builtin.include_role": {"name": "inferops.sglang.cutover", "tasks_from": "gate"},
          "vars": gate_vars},
         {"name": "Show the result", "ansible.builtin.debug": {

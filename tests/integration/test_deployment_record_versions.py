@@ -45,7 +45,11 @@ def render(tmp_path, service, previous):
                  {"name": "Render", "ansible.builtin.copy": {
                      "dest": str(out), "mode": "0600",
                      "content": "{{ lookup('ansible.builtin.template', '%s') }}" % os.path.join(
-                         ROLE, "templates", "deployment_record.md.j2")}}]}]
+                         ROLE, "templates", "deployment_record.md.j2")},
+                  # As roles/cutover/tasks/report.yml fills it in: every value of the record once (filter cutover_record).
+                  "vars": {"__cutover_record": (
+                      "{{ __cutover | inferops.sglang.cutover_record(cutover_service, cutover_cuda_env, _cutover_facts, "
+                      "{}, __cutover_gate, {}, '/var/lib/inferops-sglang/known-good', '') }}")}}]}]
     (tmp_path / "play.yml").write_text(json.dumps(book))
     env = dict((name, value) for name, value in os.environ.items()
                if not name.startswith("ANSIBLE_") or name == "ANSIBLE_COLLECTIONS_PATH")

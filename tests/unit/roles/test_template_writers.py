@@ -213,7 +213,7 @@ def test_c46_c47_unit_limits_clean_stop_and_nvidia_units():
     assert 'TasksMax=infinity' in lines and 'SuccessExitStatus=SIGKILL' in lines
     assert 'After=nvidia-fabricmanager.service nvidia-persistenced.service' in lines
     assert 'Wants=nvidia-fabricmanager.service nvidia-persistenced.service' in lines
-    lines = unit_lines(render('service', 'sglang.service.j2', **service_vars(service_tasks_max=16384,
-                                                                            service_success_exit_status=[])))
+    overrides = {'service_tasks_max': 16384, 'service_success_exit_status': []}
+    lines = unit_lines(render('service', 'sglang.service.j2', **service_vars(**overrides)))
     assert 'TasksMax=16384' in lines
     assert not [line for line in lines if line.startswith(('SuccessExitStatus=', 'After=nvidia', 'Wants=nvidia'))]
