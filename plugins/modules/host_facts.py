@@ -719,6 +719,29 @@ ansible_facts:
               type: str
               returned: always
               sample: /usr/local/cuda-13.0
+        network:
+          description:
+            - The host's network as a multi-node replica's Gloo and NCCL see it (the service role names the interface
+              of a replica node's address in C(GLOO_SOCKET_IFNAME) and C(NCCL_SOCKET_IFNAME), and refuses a node whose
+              hostname resolves to loopback, as a stock Debian or Ubuntu C(/etc/hosts) has it, with no interface named).
+          type: dict
+          returned: always
+          contains:
+            hostname:
+              description: C(gethostname()).
+              type: str
+              sample: gpu-01
+            hostname_addresses:
+              description: What the hostname resolves to (C(getaddrinfo), C(/etc/hosts) first as glibc reads it), in
+                order; empty when it does not resolve.
+              type: list
+              elements: str
+              sample: [127.0.1.1]
+            interfaces:
+              description: Interface name to its addresses (IPv4 from C(SIOCGIFADDR), one per interface; IPv6 from
+                C(/proc/net/if_inet6)).
+              type: dict
+              sample: {lo: [127.0.0.1, '::1'], ens5: [10.0.0.11]}
         listeners:
           description: Listening TCP sockets (state C(0A)) from C(/proc/net/tcp) and C(/proc/net/tcp6).
           type: list
@@ -863,6 +886,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils import (
     _cuda_toolkit,
     _host_init,
     _gpu_health,
+    _network,
     _nvidia_smi,
     _procfs,
     _python_probe,
@@ -1352,6 +1376,7 @@ def main():
     facts.update(gpus.result())
     facts['cuda'] = cuda.result()
     facts['listeners'] = host.listeners()
+    facts['network'] = _network.read_network(PROC)
     facts['units'] = host.units(facts['init']['system'], p['unit_glob'])
     facts['fabric_manager'] = host.fabric_manager(facts['init']['system'])
     facts['xid_events'] = host.xid_events() if facts['gpus'] or facts['lost_gpus'] else []

@@ -28,6 +28,7 @@ NAMED_ENTRY = re.compile(r"``\[([^\]\n]+)\]``")
 # role -> module_utils whose CHECK_* constants name checks a module of that role's pre-flight makes on the host.
 NAMED_CHECK_SOURCES = {'service': [os.path.join(ROOT, "plugins", "module_utils", "_service_preflight.py"),
                                    os.path.join(ROOT, "plugins", "module_utils", "_plans", "service.py"),
+                                   os.path.join(ROOT, "plugins", "module_utils", "_plans", "service_host.py"),
                                    os.path.join(ROOT, "plugins", "module_utils", "_plans", "service_model.py")]}
 
 

@@ -629,6 +629,21 @@ def test_nvidia_smi_lists_running_schedulers(tp2, tmp_path):
     assert "sglang::scheduler_TP0" in smi(config=config).stdout
 
 
+def test_a_held_nccl_port_fails_the_load_as_torchs_tcpstore_does(servers):
+    """Issue 28: rank 0 listens on --nccl-port for the server's life (torch's TCPStore); a second server given the same
+    port fails its load with torch's EADDRINUSE error, the first keeps serving."""
+    port = free_port()
+    first = servers("--nccl-port", str(port))
+    first.wait_ready()
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) == 0
+    second = servers("--nccl-port", str(port))
+    assert second.wait_exit(timeout=15) != 0
+    assert ("The server socket has failed to listen on any local network address. port: %d, useIpv6: False, "
+            "code: -98, name: EADDRINUSE, message: address already in use" % port) in second.log()
+    assert first.get("/health")[0] == 200
+
+
 def test_second_server_on_same_gpus_fails_with_cuda_oom(tp2, servers):
     second = servers("--tp", "2", gpu_dir=tp2.gpu_dir)
     rc = second.wait_exit(timeout=15)

@@ -21,7 +21,7 @@ import os
 import re
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _gpu_health, _nvidia_smi, _sandbox, _secrets, _server_log, _supervisors
-from ansible_collections.inferops.sglang.plugins.module_utils._plans import service_model
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import service_host, service_model
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
     args_to_argv, argv_to_args, invalid_environment, no_proxy_env, topology_defaults)
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline, identity
@@ -146,7 +146,7 @@ def _command(inp, plan, adopted):
         head = [plan['python'] if managed else adopted.get('executable')] + list(adopted.get('argv') or [])[1:]
     else:
         head = [plan['python']] + list(inp['entry_point']) + list(plan['argv_args'])
-    return head + plan['config_argv']
+    return head + list(plan.get('nccl_port_argv') or []) + plan['config_argv']
 
 
 def _identity(inp, plan, info):
@@ -167,11 +167,7 @@ def _identity(inp, plan, info):
     groups = [group] + (list(read.get('groups') or []) if exists else [])
     if not exists or plan['manager'] == 'systemd':
         groups += list(inp['user_groups'])
-    unique = []
-    for name in groups:
-        if name not in unique:
-            unique.append(name)
-    return {'user_exists': exists, 'group': group, 'home': home, 'user_groups': unique}
+    return {'user_exists': exists, 'group': group, 'home': home, 'user_groups': _unique(groups)}
 
 
 def _environment(inp, plan, facts, adopted_env, host, unread):
@@ -287,7 +283,7 @@ def _seed(inp, facts, seen):
     """The hand-started server as it runs, rendered as the service (the first known-good configuration): adopted,
     with its own interpreter and PATH (even when this run moves it to a managed SGLang version), and its own
     environment (PATH aside) with the masking log configuration; no problems."""
-    seed = _plan_inputs(dict(inp, adopt=True, sglang_version=''), facts, seen)
+    seed = _plan_inputs(dict(inp, adopt=True, sglang_version='', nccl_port=0), facts, seen)
     environment = dict((key, value) for key, value in seed['adopted_env'].items() if key != 'PATH')
     seed['environment'] = _sorted(_server_log.server_environment(environment, seed['log_config_file'], LOG_MODULE_DIR,
                                                                  cmdline.ignores_pythonpath(seed['command'])))
@@ -347,6 +343,8 @@ def _plan_inputs(inp, facts, seen):
         plan['log_level'] = 'info'
     plan['log_config'] = json.dumps(_server_log.logging_config(plan['log_level']), indent=4, sort_keys=True) + '\n'
     plan['port_holders'] = _port_holders(facts, plan['port'])
+    plan.update(service_host.ports(inp, plan, facts, _port_holders))  # a pinned --nccl-port goes on the command line
+    plan['command'], plan['args_map'] = _command(inp, plan, adopted), argv_to_args(plan['argv_args'] + plan['nccl_port_argv'])
     plan['model_paths'] = [path for path in (_text_or_empty(plan['args_map'].get('model-path')),
                                              _text_or_empty(plan['args_map'].get('speculative-draft-model-path')))
                            if path.startswith('/')]
@@ -369,7 +367,7 @@ def _plan_inputs(inp, facts, seen):
     plan['env_unread'] = list(checked.get('env_names_unread') or []) if plan['sglang_managed'] else []
     plan['cache_env'], everything, plan['environment'] = _environment(
         inp, plan, facts, adopted_env, host, plan['env_unread'])
-    plan.update(service_model.model_reads(plan, facts))
+    plan.update(service_model.model_reads(plan, facts), **service_host.network(inp, plan, facts))
     plan['sglang_env_names'] = ([key for key in everything if key.startswith('SGLANG_') and key not in plan['cache_env']]
                                 if plan['sglang_managed'] else [])
     plan.update(_sandbox_of(inp, plan, facts), nvidia_units=_gpu_health.nvidia_units(facts))
@@ -686,7 +684,7 @@ CHECKS = (
     (CHECK_GPUS, _check_gpus), (CHECK_PORT, _check_port), (CHECK_FOREIGN, _check_foreign), (CHECK_PATHS, _check_paths),
     (CHECK_GPU_ACCESS, _check_gpu_access), (CHECK_VERSION, _check_version), (CHECK_VENV, _check_venv),
     (CHECK_VENV_PIP, _check_venv_pip), (CHECK_SUPERVISOR_PIP, _check_supervisor_pip),
-) + service_model.CHECKS  # the model's config.json and what the collection does not support yet
+) + service_host.CHECKS + service_model.CHECKS  # the NCCL port and interface; the model's config.json
 
 
 def problems(inp, plan, facts, seen):

@@ -97,7 +97,8 @@ class TestService:
         cmdline = host.file("/proc/%d/cmdline" % main_pid(host)).content.split(b"\0")
         argv = [a.decode() for a in cmdline if a]
         assert argv[:3] == [VENV_PY, "-m", "sglang.launch_server"]
-        assert argv[3:] == reference_args()
+        # The pinned NCCL rendezvous port (service_nccl_port auto: 22000 + 30000 % 8000; issue 28) comes last.
+        assert argv[3:] == reference_args() + ["--nccl-port", "28000"]
 
     def test_health_answers_200(self, host):
         code = host.check_output(
@@ -277,6 +278,48 @@ class TestRefusal:
         finally:
             host.run("kill $(cat /root/adopt-newline.pid)")
             host.run("rm -rf -- %s", "/srv/" + NEWLINE_DIR.split("/")[2])
+
+
+STANDIN_CONFIG = "/etc/inferops-nvidia-smi-standin.json"
+FABRIC_MANAGER = "nvidia-fabricmanager.service"
+
+
+@pytest.mark.parametrize("host", HOSTS, indirect=True)
+class TestFabric:
+    """C39 (issue 28): an NVSwitch host whose Fabric Manager is stopped (a stand-in unit; the nvidia-smi stand-in's
+    fabric follows it) refuses a cutover in the pre-flight, naming the fabric and what to do; the server untouched."""
+
+    def test_a_stopped_fabric_manager_refuses_the_cutover_and_leaves_the_server(self, host, tmp_path):
+        import yaml
+
+        unit_before = host.file("/etc/systemd/system/%s" % UNIT).content_string
+        serving = main_pid(host)
+        config = host.file(STANDIN_CONFIG)
+        saved = config.content_string if config.exists else None
+        standin = dict(json.loads(saved) if saved else {}, fabric_manager_unit=FABRIC_MANAGER)
+        host.run_expect([0], "printf '%%s' %s > %s", json.dumps(standin), STANDIN_CONFIG)
+        host.run_expect([0], "printf '[Unit]\\nDescription=Fabric Manager stand-in\\n[Service]\\nExecStart=/bin/sleep infinity\\n' "
+                             "> /etc/systemd/system/%s && systemctl daemon-reload", FABRIC_MANAGER)
+        try:
+            assert host.run("systemctl is-active %s", FABRIC_MANAGER).stdout.strip() == "inactive"
+            assert "<state>In Progress</state>" in host.check_output("nvidia-smi -q -x")
+            with open(GROUP_VARS) as handle:
+                args = dict(yaml.safe_load(handle)["service_server_args"])
+            args["mem-fraction-static"] = 0.8
+            rc, out = site(tmp_path, {"service_server_args": args})
+            assert rc != 0, out[-4000:]
+            failure = out[out.index("fatal: ["):out.index("PLAY RECAP")]
+            assert "The NVSwitch fabric is not ready" in failure and "%s: inactive" % FABRIC_MANAGER in failure, failure
+            assert "Start nvidia-fabricmanager" in failure, failure
+            assert "TASK [inferops.sglang.cutover" not in out
+            assert main_pid(host) == serving and health_status(host, 30000) == "200"
+            assert host.file("/etc/systemd/system/%s" % UNIT).content_string == unit_before
+        finally:
+            host.run("rm -f /etc/systemd/system/%s && systemctl daemon-reload", FABRIC_MANAGER)
+            if saved is None:
+                host.run("rm -f %s", STANDIN_CONFIG)
+            else:
+                host.run("printf '%%s' %s > %s", saved, STANDIN_CONFIG)
 
 
 @pytest.mark.parametrize("host", HOSTS, indirect=True)

@@ -63,7 +63,8 @@ class TestNoSystemd:
         pid = program_pid(host)
         argv = [a.decode() for a in host.file("/proc/%d/cmdline" % pid).content.split(b"\0") if a]
         assert argv[:3] == ["/root/ml-env/bin/python3", "-m", "sglang.launch_server"]
-        assert argv[3:] == reference_args()
+        # The pinned NCCL rendezvous port (service_nccl_port auto: 22000 + 30000 % 8000; issue 28) comes last.
+        assert argv[3:] == reference_args() + ["--nccl-port", "28000"]
         assert health(host) == "200"
 
     def test_program_matches_the_unit_semantics(self, host):

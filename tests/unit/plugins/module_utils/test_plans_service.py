@@ -14,7 +14,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.inferops.sglang.plugins.module_utils._plans import service, service_model
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import service, service_host, service_model
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.deployed import service_deployed
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.service import service_plan
 
@@ -70,7 +70,7 @@ def test_a_plain_server_passes_with_its_values():
     assert plan['problems'] == []
     assert plan['manager'] == 'systemd' and plan['unit'] == 'sglang.service' and plan['user'] == 'root'
     assert plan['command'] == ['/root/ml-env/bin/python3', '-m', 'sglang.launch_server', '--model-path', '/models/m',
-                               '--tp-size', '2']
+                               '--tp-size', '2', '--nccl-port', '28000']
     assert plan['port'] == 30000 and plan['scheme'] == 'http' and plan['gpus_needed'] == 2
     assert plan['group'] == 'root' and plan['home'] is None and plan['working_directory'] == '/root'
     assert plan['write_paths'] == ['/var/cache/sglang', '/root', '-/root/.cache']
@@ -151,7 +151,9 @@ def test_topology_defaults_and_replica_args():
 def test_adopting_a_hand_started_server():
     plan = service_plan(inputs(adopt=True, server_args={}), facts(strays=[STRAY]))
     assert plan['adopted'] == STRAY and plan['problems'] == []
-    assert plan['command'] == STRAY['argv'] and plan['user'] == 'sglang' and plan['working_directory'] == '/srv/sglang'
+    assert plan['command'] == STRAY['argv'] + ['--nccl-port', '28000']
+    assert plan['user'] == 'sglang' and plan['working_directory'] == '/srv/sglang'
+    assert plan['seed']['command'] == STRAY['argv']  # the first known-good configuration: the command as it ran
     assert plan['adopted_env'] == {'CUDA_HOME': '/usr/local/cuda', 'PATH': '/opt/env/bin:/usr/bin'}
     assert plan['path'] == '/opt/env/bin:/usr/bin' and plan['masked_names'] == ['HF_TOKEN']
     assert plan['environment']['CUDA_HOME'] == '/usr/local/cuda' and 'PATH' not in plan['environment']
@@ -334,7 +336,7 @@ def test_each_problem(check, role_inputs, host_facts, seen, words):
 def test_every_check_is_tested():
     source = open(__file__).read()
     for name, dummy in service.CHECKS:
-        module = [module for module in (service, service_model) if name in vars(module).values()][0]
+        module = [module for module in (service, service_host, service_model) if name in vars(module).values()][0]
         constant = [key for key, value in vars(module).items() if key.startswith('CHECK_') and value == name][0]
         assert '%s.%s,' % (module.__name__.rsplit('.', 1)[1], constant) in source
 
@@ -559,3 +561,74 @@ DEPLOYED_FACTS = {'python': {'executable': '/opt/venv/bin/python3', 'sglang_vers
 ])
 def test_service_deployed(manifest, plan, expected):
     assert service_deployed(manifest, plan, DEPLOYED_FACTS, 'sglang') == dict(DEPLOYED_EMPTY, **expected)
+
+
+# ---- the NCCL port and the replica's interface (issue 28, item 4; plans/service_host.py) ------------------------------
+
+@pytest.mark.parametrize('setting, args, config, expected', [
+    ('auto', {'port': 30000}, None, 28000),
+    ('auto', {'port': 31000}, None, 29000),
+    ('auto', {'port': 8000}, None, 22000),
+    (29500, {}, None, 29500),
+    (0, {}, None, None),
+    ('auto', {'nccl-port': 25001}, None, 25001),            # the user's own, kept
+    ('auto', {'config': '/c.yaml'}, 'nccl_port: 25002\n', 25002),
+    ('auto', {'dist-init-addr': 'h0:5000', 'nnodes': 2, 'node-rank': 1}, None, None),   # a replica: no NCCL port
+])
+def test_the_nccl_port_is_pinned_below_the_ephemeral_ports(setting, args, config, expected):
+    server_args = dict({'model-path': '/models/m'}, **args)
+    seen = {'info': {'config': {'content': config}}} if config else None
+    plan = service_plan(inputs(server_args=server_args, nccl_port=setting), facts(), seen)
+    assert plan['nccl_port'] == expected
+    added = plan['command'][plan['command'].index('--nccl-port') + 1] if '--nccl-port' in plan['command'] else None
+    assert added == (str(expected) if expected and 'nccl-port' not in args and not config else
+                     str(args['nccl-port']) if 'nccl-port' in args else None)
+
+
+def test_a_held_nccl_port_is_refused_unless_the_replaced_server_holds_it():
+    listener = {'port': 28000, 'proto': 'tcp', 'host': '0.0.0.0', 'pid': 777, 'process': 'redis-server'}
+    plan = service_plan(inputs(), facts(listeners=[listener]))
+    assert tuple(checks(plan)) == (service_host.CHECK_NCCL_PORT,)
+    assert 'NCCL port 28000' in message(plan, service_host.CHECK_NCCL_PORT)
+    assert 'redis-server (pid 777)' in message(plan, service_host.CHECK_NCCL_PORT)
+    server = {'port': 30000, 'pids': [777, 778], 'main_pid': 777}
+    plan = service_plan(inputs(), facts(listeners=[dict(listener, process='python3')], servers=[server]))
+    assert plan['problems'] == []
+
+
+@pytest.mark.parametrize('setting', ['sometimes', -1, 70000, True])
+def test_a_bad_nccl_port_setting_is_a_problem(setting):
+    plan = service_plan(inputs(nccl_port=setting), facts())
+    assert checks(plan) == [service_host.CHECK_NCCL_PORT]
+    assert "service_nccl_port must be 'auto' or a port number" in message(plan, service_host.CHECK_NCCL_PORT)
+
+
+NETWORK = {'hostname': 'gpu-01', 'hostname_addresses': ['127.0.1.1'],
+           'interfaces': {'lo': ['127.0.0.1', '::1'], 'ens5': ['10.0.0.11', 'fe80::1'], 'ib0': ['192.168.50.11']}}
+REPLICA_HOST = dict(HOST, replica_group_exists=True, replica_hosts=['gpu-00', 'h1'],
+                    replica_args={'nnodes': 2, 'node-rank': 1, 'dist-init-addr': '192.168.50.10:5000'})
+
+
+@pytest.mark.parametrize('address, environment, network, ifname, problem', [
+    ('192.168.50.11', {}, NETWORK, 'ib0', False),        # C45: the replica network's interface, not the hostname's
+    ('10.0.0.11', {}, NETWORK, 'ens5', False),
+    ('gpu-01', {}, dict(NETWORK, hostname_addresses=['127.0.1.1', '10.0.0.11']), 'ens5', False),
+    ('gpu-01', {}, NETWORK, '', True),                   # stock /etc/hosts: 127.0.1.1 only, nothing names an interface
+    ('gpu-01', {'GLOO_SOCKET_IFNAME': 'ib0', 'NCCL_SOCKET_IFNAME': 'ib0'}, NETWORK, 'ib0', False),
+    ('gpu-01', {}, None, '', False),                     # facts without the network (an older host_facts): no guess
+])
+def test_a_replica_node_names_its_interface_or_is_refused_on_loopback(address, environment, network, ifname, problem):
+    plan = service_plan(inputs(replica_group='replica', replica_address=address, environment=environment,
+                               host=REPLICA_HOST), facts(network=network))
+    assert plan['socket_ifname'] == ifname
+    if ifname:
+        assert plan['environment']['GLOO_SOCKET_IFNAME'] == ifname and plan['environment']['NCCL_SOCKET_IFNAME'] == ifname
+    assert tuple(checks(plan)) == ((service_host.CHECK_SOCKET_IFNAME,) if problem else ())
+    if problem:
+        assert 'gpu-01 resolves to 127.0.1.1' in message(plan, service_host.CHECK_SOCKET_IFNAME)
+    assert '--nccl-port' not in plan['command']
+
+
+def test_a_single_node_server_gets_no_interface_variables():
+    plan = service_plan(inputs(), facts(network=NETWORK))
+    assert plan['socket_ifname'] == '' and 'GLOO_SOCKET_IFNAME' not in plan['environment']

@@ -28,7 +28,7 @@ COLLECTIONS_PATH = os.environ.get('ANSIBLE_COLLECTIONS_PATH') or os.path.abspath
 FACT_KEYS = {'init', 'python', 'gpus', 'gpu_count', 'driver_version', 'cuda_driver_version', 'interconnect',
              'topology', 'gpu_processes', 'nvidia_smi', 'cuda', 'listeners', 'units', 'supervisor',
              'servers', 'strays', 'foreign', 'endpoint', 'lost_gpus', 'gpu_error', 'fabric', 'fabric_manager',
-             'xid_events'}
+             'xid_events', 'network'}
 INIT_KEYS = {'system', 'pid1', 'pid1_cmdline', 'systemd_booted', 'systemd_version', 'container', 'cron_running',
              'cron'}
 CRON_KEYS = {'daemon', 'reads_cron_d', 'crontabs_dir', 'reboot_marker', 'reboot_marker_exists', 'reboot_marker_persists'}
@@ -548,6 +548,11 @@ def test_c39_c40_gpu_health_is_a_fact(monkeypatch, capsys, tmp_path):
     assert facts['fabric']['state'] == 'not_ready' and len(facts['fabric']['gpus']) == 8
     assert facts['gpus'][3]['recovery_action'] == 'Reset'
     assert [b['kind'] for b in _nvidia_smi.gpu_blockers(facts, 8)] == ['fabric', 'gpu_recovery']
+    # C39 as the default scenario stages it: the stand-in's fabric follows a Fabric Manager unit that is not active.
+    (tmp_path / 'manager').mkdir()
+    facts, warnings = standin_facts(monkeypatch, capsys, tmp_path / 'manager', {
+        'fabric_manager_unit': 'inferops-no-such-fabricmanager.service'})
+    assert facts['fabric']['state'] == 'not_ready' and facts['gpus'][0]['fabric_state'] == 'In Progress'
 
 
 @pytest.mark.parametrize('rc', [15, 0])

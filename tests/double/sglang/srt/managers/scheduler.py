@@ -230,6 +230,29 @@ def torch_all_reduce(server_args, rank: Dict[str, Any], nccl_port: int) -> Dict[
             "expected": float(world * (world + 1) / 2), "gpu_id": rank["gpu_id"]}
 
 
+def hold_nccl_store_port(server_args, nccl_port: int) -> None:
+    """Without torch (the default): what torch's TCPStore does on global rank 0 of a single-node server (SGLang's
+    ``init_distributed_environment`` with ``tcp://127.0.0.1:<nccl_port>``): listen on the NCCL port until the process
+    ends. A port another process holds fails the load with torch's own message (``DistNetworkError``: "The server
+    socket has failed to listen on any local network address. port: N, useIpv6: False, code: -98, name: EADDRINUSE,
+    message: address already in use"), as a restart races a client that holds the port."""
+    import socket  # pylint: disable=import-outside-toplevel
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TCPStore sets it: a TIME_WAIT port is reusable
+    try:
+        sock.bind(("0.0.0.0", nccl_port))
+        sock.listen(16)
+    except OSError as exc:
+        sock.close()
+        raise RuntimeError(
+            "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
+            "port: %d, useIpv6: False, code: -%d, name: %s, message: %s"
+            % (nccl_port, exc.errno or 0, "EADDRINUSE" if exc.errno == 98 else "E%s" % exc.errno,
+               os.strerror(exc.errno or 0).lower())) from exc
+    _HELD.append(sock)
+
+
 # --------------------------------------------------------------------------- process body
 def run_scheduler_process(server_args, rank: Dict[str, Any], t0: float, pipe_writer, opts: Dict[str, Any]) -> None:
     spawn_argv = read_cmdline()
@@ -270,6 +293,8 @@ def run_scheduler_process(server_args, rank: Dict[str, Any], t0: float, pipe_wri
             if reduced["sum"] != reduced["expected"]:
                 raise RuntimeError("NCCL all_reduce returned %s, expected %s" % (reduced["sum"], reduced["expected"]))
             state["all_reduce"] = reduced
+        elif is_first and opts.get("nccl_port") and not server_args.dist_init_addr:
+            hold_nccl_store_port(server_args, int(opts["nccl_port"]))
         logger.info("Load weight begin. avail mem=%.2f GB", env_float("SGLANG_DOUBLE_GPU_MEM_GIB", 95.59) - 0.6)
         if env_bool("SGLANG_DOUBLE_REQUIRE_TOOLS", True):
             tools = check_jit_tools()

@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The service plan's part on the host's ports and network (issue 28, item 4): the pinned ``--nccl-port`` and, for a
+node of a multi-node replica, the interface Gloo and NCCL use. Called by :func:`service.service_plan`; its checks
+join the plan's ``problems``.
+
+- SGLang binds the NCCL rendezvous (torch's TCPStore, rank 0) on ``--nccl-port``; without one it picks a free port
+  when the server starts: any free port up to SGLang 0.5.18 (``get_free_port``, often an ephemeral one that a client
+  connection still holds right after a stop: EADDRINUSE), 22000-29999 from 0.5.23 on
+  (``sglang/srt/utils/network.py``, ``get_free_port_below_ephemeral``). The collection pins one (``service_nccl_port``).
+- A multi-node replica (``--dist-init-addr``) rendezvouses there instead; its Gloo and NCCL bind the address the
+  hostname resolves to unless ``GLOO_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME`` name an interface, and a stock Debian
+  or Ubuntu ``/etc/hosts`` maps the hostname to 127.0.1.1, so rank 1 never connects.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _network
+from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
+
+CHECK_NCCL_PORT = "Check that nothing but the SGLang server being replaced holds the NCCL port"
+CHECK_SOCKET_IFNAME = "Check the interface the replica's Gloo and NCCL use"
+
+
+def _given(args_map, config, names):
+    """The value of the first of ``names`` (flags without dashes) on the command line, else in the --config file."""
+    try:
+        values = cmdline.config_values(config)
+    except TypeError:
+        values = {}
+    for source, keys in ((args_map or {}, names), (values, ['--' + name.replace('_', '-') for name in names])):
+        for name in keys:
+            if source.get(name) not in (None, ''):
+                return source[name]
+    return None
+
+
+def nccl_port(setting, args_map, config, port):
+    """The NCCL port of a server and whether the collection adds it.
+
+    :param setting: ``service_nccl_port``: ``'auto'`` (the default: :func:`_network.default_nccl_port` of ``port``),
+        an int (that port) or ``0`` (none added: SGLang picks one as it starts).
+    :param args_map: the server's arguments (``argv_to_args`` of its command line); ``config``: its ``--config`` YAML
+        (its text, or a mapping) or None. A ``--nccl-port`` there is kept as it is; a server with ``--dist-init-addr`` (a multi-node
+        replica, whose ranks rendezvous there) gets none.
+    :returns: {'nccl_port': int or None (the port the server binds, when known), 'nccl_port_argv': the arguments to
+        add (``['--nccl-port', 'N']`` or [])}.
+    :raises ValueError: a setting that is neither 'auto' nor an int from 0 to 65535.
+    """
+    given = _given(args_map, config, ('nccl-port', 'nccl_port'))
+    if given is not None:
+        try:
+            return {'nccl_port': int(given), 'nccl_port_argv': []}
+        except (TypeError, ValueError):
+            return {'nccl_port': None, 'nccl_port_argv': []}
+    if _given(args_map, config, ('dist-init-addr', 'dist_init_addr')) is not None:
+        return {'nccl_port': None, 'nccl_port_argv': []}
+    if setting == 'auto':
+        pinned = _network.default_nccl_port(port)
+    elif isinstance(setting, bool) or not isinstance(setting, int) or not 0 <= setting <= 65535:
+        raise ValueError("service_nccl_port must be 'auto' or a port number (0: none), not %r" % (setting,))
+    else:
+        pinned = setting
+    if not pinned:
+        return {'nccl_port': None, 'nccl_port_argv': []}
+    return {'nccl_port': pinned, 'nccl_port_argv': ['--nccl-port', str(pinned)]}
+
+
+def socket_ifname(replica_address, environment, network):
+    """The interface a replica node's Gloo and NCCL use.
+
+    :param replica_address: ``service_replica_address`` (an IP address or a name).
+    :param environment: the server's environment as the plan has it (the user's ``GLOO_SOCKET_IFNAME`` /
+        ``NCCL_SOCKET_IFNAME`` win).
+    :param network: host_facts' ``network`` ({'hostname', 'hostname_addresses', 'interfaces'}) or None (not read).
+    :returns: {'socket_ifname': interface name or '', 'socket_env': {variable: name} to add, 'loopback': the
+        loopback address the hostname resolves to first when nothing names an interface, else ''}.
+    """
+    set_by_user = dict((name, environment[name]) for name in _network.SOCKET_IFNAME_VARIABLES
+                       if (environment or {}).get(name))
+    if len(set_by_user) == len(_network.SOCKET_IFNAME_VARIABLES):
+        return {'socket_ifname': set_by_user['GLOO_SOCKET_IFNAME'], 'socket_env': {}, 'loopback': ''}
+    network = network or {}
+    interfaces = network.get('interfaces') or {}
+    resolved = list(network.get('hostname_addresses') or [])
+    candidates = [str(replica_address)] + [address for address in resolved if not _network.is_loopback(address)]
+    name = ''
+    for address in candidates:
+        found = _network.interface_of(address, interfaces)
+        if found and not all(_network.is_loopback(held) for held in interfaces.get(found) or []):
+            name = found
+            break
+    wanted = dict((variable, name) for variable in _network.SOCKET_IFNAME_VARIABLES
+                  if variable not in set_by_user) if name else {}
+    loopback = resolved[0] if resolved and _network.is_loopback(resolved[0]) and not name and not set_by_user else ''
+    return {'socket_ifname': name or next(iter(set_by_user.values()), ''), 'socket_env': wanted, 'loopback': loopback}
+
+
+def ports(inp, plan, facts, port_holders):
+    """:func:`nccl_port` of the plan's server (``nccl_port``, ``nccl_port_argv``) and the listeners on that port that
+    no replaced server owns (``nccl_port_holders``; ``port_holders(facts, port)`` is the plan's rule for its own
+    port). The seed of a hand-started server (``nccl_port`` 0) keeps its command line as it runs."""
+    try:
+        found = nccl_port(inp.get('nccl_port', 0), plan['args_map'], plan['config'], plan['port'])
+    except ValueError as exc:
+        found = {'nccl_port': None, 'nccl_port_argv': [], 'nccl_port_problem': str(exc)}
+    found['nccl_port_holders'] = port_holders(facts, found['nccl_port']) if found['nccl_port'] else []
+    return found
+
+
+def network(inp, plan, facts):
+    """For a node of a multi-node replica (``host.replica_args`` set), :func:`socket_ifname` with its variables added
+    to ``environment``: {'environment', 'socket_ifname', 'socket_loopback'}; {} for a single-node server."""
+    if not (inp.get('host') or {}).get('replica_args'):
+        return {'socket_ifname': '', 'socket_loopback': ''}
+    found = socket_ifname(inp.get('replica_address') or '', plan['environment'], facts.get('network'))
+    environment = dict(plan['environment'], **found['socket_env'])
+    return {'environment': dict(sorted(environment.items())), 'socket_ifname': found['socket_ifname'],
+            'socket_loopback': found['loopback']}
+
+
+def _check_nccl_port(inp, plan, facts, seen):
+    if plan.get('nccl_port_problem'):
+        return plan['nccl_port_problem'] + '.'
+    holders = plan.get('nccl_port_holders') or []
+    if not holders:
+        return ''
+    return ('NCCL port %s (--nccl-port, service_nccl_port) is held by %s: the new server would fail its NCCL '
+            'rendezvous with EADDRINUSE after the old one stopped. Nothing was changed or stopped. Set service_nccl_port '
+            'to a free port below the ephemeral range (net.ipv4.ip_local_port_range), or 0 to let SGLang pick one.'
+            % (plan['nccl_port'], ', '.join('%s (pid %s)' % (holder.get('process') or '?', holder.get('pid'))
+                                            for holder in holders)))
+
+
+def _check_socket_ifname(inp, plan, facts, seen):
+    if not plan.get('socket_loopback'):
+        return ''
+    network = facts.get('network') or {}
+    return ("%s resolves to %s (loopback; a stock Debian or Ubuntu /etc/hosts line), and no interface holds this "
+            "replica node's address %s: Gloo and NCCL would bind loopback and the other nodes never connect. Set "
+            "service_replica_address to this host's address on the replica's network (the collection then sets "
+            "GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME to its interface), or set both in service_environment. Nothing "
+            "was changed or stopped." % (network.get('hostname') or 'The hostname', plan['socket_loopback'],
+                                         inp.get('replica_address')))
+
+
+CHECKS = ((CHECK_NCCL_PORT, _check_nccl_port), (CHECK_SOCKET_IFNAME, _check_socket_ifname))
