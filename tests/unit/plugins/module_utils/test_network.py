@@ -7,9 +7,15 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import json
+import os
+
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _network
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import service_host
+
+HARDWARE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'hardware', 'fixtures')
 
 # /proc/net/if_inet6 of a host with loopback, an Ethernet link-local and a global address (kernel 6.1).
 IF_INET6 = """00000000000000000000000000000001 01 80 10 80       lo
@@ -52,3 +58,15 @@ def test_this_hosts_network_reads():
     found = _network.read_network()
     assert set(found) == {'hostname', 'hostname_addresses', 'interfaces'}
     assert found['hostname'] and '127.0.0.1' in found['interfaces'].get('lo', [])
+
+
+def test_the_network_of_a_real_gpu_host():
+    """host_facts' ``network`` as tests/hardware/run-h200.sh captured it on a lent H100 host (hostname 'vm' resolves to
+    127.0.0.1 only): a replica node given its eth0 address names eth0; given its hostname it is refused (C45)."""
+    with open(os.path.join(HARDWARE, 'h100x1', 'facts-health-network.json')) as handle:
+        network = json.load(handle)['network']
+    assert network['hostname_addresses'] == ['127.0.0.1'] and '192.0.2.2' in network['interfaces']['eth0']
+    found = service_host.socket_ifname('192.0.2.2', {}, network)
+    assert found == {'socket_ifname': 'eth0', 'loopback': '',
+                     'socket_env': {'GLOO_SOCKET_IFNAME': 'eth0', 'NCCL_SOCKET_IFNAME': 'eth0'}}
+    assert service_host.socket_ifname('vm', {}, network)['loopback'] == '127.0.0.1'

@@ -572,6 +572,20 @@ def test_query_xml_of_a_real_h200():
     assert _nvidia_smi.gpu_blockers(facts, 2) == []
 
 
+def test_query_xml_of_a_real_h100_without_nvswitch():
+    """Captured by tests/hardware/run-h200.sh on a lent H100 80GB HBM3 (driver 580.159.04): no fabric (N/A), so
+    the host's fabric is 'none' and nothing blocks."""
+    parsed = _gpu_health.parse_query_xml(fixture('h100x1', 'nvidia_smi_q.xml'))
+    assert parsed['driver_version'] == '580.159.04' and parsed['cuda_version'] == '13.0'
+    assert list(parsed['gpus'].values()) == [{
+        'persistence_mode': 'Enabled', 'recovery_action': 'None', 'remapped_rows_pending': False,
+        'remapped_rows_failure': False, 'retired_pages_pending': None, 'ecc_uncorrectable_volatile': 0,
+        'fabric_state': None, 'fabric_status': None}]
+    facts = health_facts(fixture('h100x1', 'nvidia_smi_q.xml'), torch_cuda='13.0')
+    assert _gpu_health.fabric_summary(facts['gpus']) == {'state': 'none', 'gpus': []}
+    assert _nvidia_smi.gpu_blockers(facts, 1) == []
+
+
 @pytest.mark.parametrize('text', ['', 'Failed to initialize NVML: Unknown Error\n', '<other/>', '<nvidia_smi_log>'])
 def test_query_xml_that_is_not_nvidia_smi_xml(text):
     assert _gpu_health.parse_query_xml(text) is None
