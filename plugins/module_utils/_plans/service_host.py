@@ -19,11 +19,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _network
+from ansible_collections.inferops.sglang.plugins.module_utils import _model_config, _network
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
 
 CHECK_NCCL_PORT = "Check that nothing but the SGLang server being replaced holds the NCCL port"
 CHECK_SOCKET_IFNAME = "Check the interface the replica's Gloo and NCCL use"
+CHECK_OFFLINE_MODEL = "Check that an offline server finds its model in the Hugging Face cache"
+HUB_VARIABLES = ('HF_HUB_CACHE', 'HUGGINGFACE_HUB_CACHE', 'HF_HOME')
+OFFLINE_VARIABLES = ('HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE')
 
 
 def _given(args_map, config, names):
@@ -123,6 +126,46 @@ def network(inp, plan, facts):
             'socket_loopback': found['loopback']}
 
 
+def hub_environment(plan):
+    """The server's environment with the Hugging Face hub cache of the hand-started server it adopts (issue 28, item
+    5): the unit runs with the service user's HOME (its passwd entry, systemd's and supervisord's), so a server started
+    by hand with another HOME (or XDG_CACHE_HOME) would find its downloaded models gone and download them again, or
+    fail offline. When the caches differ and the environment names none, HF_HOME (or the hub variable the hand-started
+    server had) points at the old cache. Unchanged without an adopted server.
+
+    :returns: the environment (dict, names in order).
+    """
+    adopted = plan.get('adopted') or {}
+    environment = plan['environment']
+    if not adopted or any(environment.get(name) for name in HUB_VARIABLES):
+        return environment
+    old_env = dict((key, value) for key, value in (adopted.get('env') or {}).items() if value != '********')
+    old_home = old_env.get('HOME') or ('/root' if adopted.get('user') == 'root' else '')
+    old_hub = _model_config.hub_cache_dir(old_env, old_home if old_home.startswith('/') else None)
+    new_home = environment.get('HOME') or ('/root' if plan['user'] == 'root' else plan.get('home') or '')
+    if not old_hub or old_hub == _model_config.hub_cache_dir(environment, new_home if new_home.startswith('/') else None):
+        return environment
+    carried = dict((name, old_env[name]) for name in HUB_VARIABLES if old_env.get(name))
+    if not carried:
+        carried = {'HF_HOME': old_hub[:-len('/hub')]}
+    return dict(sorted(dict(environment, **carried).items()))
+
+
+def _check_offline_model(inp, plan, facts, seen):
+    offline = [name for name in OFFLINE_VARIABLES
+               if str(plan['environment'].get(name, '')).strip().lower() in ('1', 'true', 'yes', 'on')]
+    info = ((seen or {}).get('info') or {})
+    missing = [entry['ref'] for entry in info.get('model_configs') or []
+               if isinstance(entry, dict) and entry.get('path') is None and 'Hugging Face cache' in (entry.get('note') or '')]
+    if not offline or not missing:
+        return ''
+    return ('%s is set in the server\'s environment and %s is not in the Hugging Face cache %s that the server will use: '
+            'it would fail to load after the old server stopped (an offline host is never sent to download). Point '
+            'HF_HOME or HF_HUB_CACHE (service_environment) at the cache that holds it, download it there first, or '
+            'give a local model-path. Nothing was changed or stopped.'
+            % ('='.join((offline[0], plan['environment'][offline[0]])), ', '.join(missing), plan.get('hub_cache')))
+
+
 def _check_nccl_port(inp, plan, facts, seen):
     if plan.get('nccl_port_problem'):
         return plan['nccl_port_problem'] + '.'
@@ -148,4 +191,5 @@ def _check_socket_ifname(inp, plan, facts, seen):
                                          inp.get('replica_address')))
 
 
-CHECKS = ((CHECK_NCCL_PORT, _check_nccl_port), (CHECK_SOCKET_IFNAME, _check_socket_ifname))
+CHECKS = ((CHECK_NCCL_PORT, _check_nccl_port), (CHECK_SOCKET_IFNAME, _check_socket_ifname),
+          (CHECK_OFFLINE_MODEL, _check_offline_model))

@@ -632,3 +632,40 @@ def test_a_replica_node_names_its_interface_or_is_refused_on_loopback(address, e
 def test_a_single_node_server_gets_no_interface_variables():
     plan = service_plan(inputs(), facts(network=NETWORK))
     assert plan['socket_ifname'] == '' and 'GLOO_SOCKET_IFNAME' not in plan['environment']
+
+
+# ---- the hand-started server's Hugging Face cache, offline hosts (issue 28, item 5) ----------------------------------
+
+@pytest.mark.parametrize('stray_env, user, expected', [
+    ({'HOME': '/x'}, 'sglang', {'HF_HOME': '/x/.cache/huggingface'}),           # HOME moves with the unit: keep the cache
+    ({'HOME': '/x', 'XDG_CACHE_HOME': '/data/cache'}, 'sglang', {'HF_HOME': '/data/cache/huggingface'}),
+    ({'HOME': '/x', 'HF_HUB_CACHE': '/models/hub'}, 'sglang', {'HF_HUB_CACHE': '/models/hub'}),
+    ({'HOME': '/root'}, 'root', {}),                                             # root keeps /root: nothing moves
+    ({}, 'root', {}),
+])
+def test_an_adopted_server_keeps_its_hugging_face_cache(stray_env, user, expected):
+    stray = dict(STRAY, user=user, env=dict(stray_env, PATH='/opt/env/bin:/usr/bin'))
+    plan = service_plan(inputs(adopt=True, server_args={}), facts(strays=[stray]))
+    assert dict((key, value) for key, value in plan['environment'].items() if key.startswith('HF_')) == expected
+    if expected:
+        assert plan['hub_cache'] == list(expected.values())[0] + ('' if 'HF_HUB_CACHE' in expected else '/hub')
+
+
+def test_the_users_hub_variable_wins_over_the_adopted_cache():
+    stray = dict(STRAY, env={'HOME': '/x', 'PATH': '/usr/bin'})
+    plan = service_plan(inputs(adopt=True, server_args={}, environment={'HF_HOME': '/srv/hf'}), facts(strays=[stray]))
+    assert plan['environment']['HF_HOME'] == '/srv/hf' and plan['hub_cache'] == '/srv/hf/hub'
+
+
+@pytest.mark.parametrize('environment, refused', [
+    ({'HF_HUB_OFFLINE': '1'}, True), ({'TRANSFORMERS_OFFLINE': 'true'}, True), ({}, False), ({'HF_HUB_OFFLINE': '0'}, False),
+])
+def test_an_offline_server_whose_model_is_not_in_its_cache_is_refused(environment, refused):
+    seen = {'info': {'model_configs': [{'ref': 'moonshotai/Kimi-K2.5', 'path': None, 'config': None, 'note': (
+        'moonshotai/Kimi-K2.5 is no directory on this host and not in the Hugging Face cache /root/.cache/huggingface/hub: '
+        'its config.json was not checked')}]}}
+    plan = service_plan(inputs(server_args={'model-path': 'moonshotai/Kimi-K2.5'}, environment=environment), facts(), seen)
+    assert (service_host.CHECK_OFFLINE_MODEL in checks(plan)) is refused
+    if refused:
+        assert 'moonshotai/Kimi-K2.5 is not in the Hugging Face cache' in message(plan, service_host.CHECK_OFFLINE_MODEL)
+    assert tuple(checks(plan)) in ((), (service_host.CHECK_OFFLINE_MODEL,))
