@@ -298,8 +298,9 @@ def read_into_cache(paths, threads=8, chunk=CHUNK):
     for thread in pool:
         thread.join()
     seconds = time.monotonic() - started
-    if state['error']:
-        raise state['error']
+    error = state['error']
+    if isinstance(error, OSError):
+        raise error
     total = state['bytes']
     return {'bytes': total, 'seconds': round(seconds, 3),
             'gb_per_s': round(total / 1e9 / seconds, 3) if total and seconds > 0 else 0.0}

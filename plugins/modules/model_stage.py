@@ -24,7 +24,6 @@ description:
     parallel threads only as far as C(MemAvailable) of C(/proc/meminfo) less O(margin_gib) allows, as O(mode) says.
     The module never evicts a page and never reads beyond that budget, so the host does not swap for it.
   - Linux only. Check mode measures and says what would be staged; it reads nothing.
-author: inferops.sglang developers
 options:
   paths:
     description: Model directories to stage (a path that is no directory is listed as skipped).
@@ -51,11 +50,21 @@ options:
     description: Reader threads.
     type: int
     default: 8
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
+    details:
+      - Checks the files and measures what is resident; reads nothing.
   diff_mode:
     support: none
+    details:
+      - Nothing to show as a diff; RV(plan) says what is (or would be) read.
+  platform:
+    platforms: posix
+author:
+  - inferops.sglang developers (@inferops)
 '''
 
 EXAMPLES = r'''
