@@ -263,14 +263,15 @@ def read_into_cache(paths, threads=8, chunk=CHUNK):
         size = os.path.getsize(path)
         work.extend((path, offset, min(chunk, size - offset)) for offset in range(0, size, chunk))
     lock = threading.Lock()
-    state = {'next': 0, 'bytes': 0, 'error': None}
+    state = {'next': 0, 'bytes': 0}
+    errors = []
 
     def worker():
         fds = {}
         try:
             while True:
                 with lock:
-                    if state['next'] >= len(work) or state['error']:
+                    if state['next'] >= len(work) or errors:
                         return
                     path, offset, length = work[state['next']]
                     state['next'] += 1
@@ -286,7 +287,7 @@ def read_into_cache(paths, threads=8, chunk=CHUNK):
                     state['bytes'] += done
         except OSError as exc:
             with lock:
-                state['error'] = state['error'] or exc
+                errors.append(exc)
         finally:
             for fd in fds.values():
                 os.close(fd)
@@ -298,9 +299,8 @@ def read_into_cache(paths, threads=8, chunk=CHUNK):
     for thread in pool:
         thread.join()
     seconds = time.monotonic() - started
-    error = state['error']
-    if isinstance(error, OSError):
-        raise error
+    if errors:
+        raise errors[0]
     total = state['bytes']
     return {'bytes': total, 'seconds': round(seconds, 3),
             'gb_per_s': round(total / 1e9 / seconds, 3) if total and seconds > 0 else 0.0}

@@ -150,3 +150,10 @@ def test_stage_without_memory_stages_nothing(tmp_path):
     meminfo.write_text('MemAvailable: 100 kB\n')
     result = _stage.stage([str(tmp_path)], mode='fit', margin=0, meminfo=str(meminfo))
     assert result['read']['bytes'] == 0 and result['plan']['stage'] == [] and 'only' in result['plan']['message']
+
+
+def test_read_into_cache_raises_a_readers_error(tmp_path):
+    with pytest.raises(OSError):
+        _stage.read_into_cache([str(tmp_path)], threads=2)  # a directory: pread fails with EISDIR
+    empty = _stage.read_into_cache([], threads=2)
+    assert (empty['bytes'], empty['gb_per_s']) == (0, 0.0)
