@@ -9,7 +9,7 @@ Run (as root, in the venv, after scripts/setup.sh; the base image inferops-sglan
                     ANSIBLE_COLLECTIONS_PATH, so the same suite gives "before" and "after" figures of two checkouts.
 --quick             a smoke run: 2 pairs for (c), 2 workers for (d), 2 gate runs, a 30 s budget for (b).
 --json OUT          also write every figure (and the per-run samples) as JSON.
---only a,b,c,d,e,f  run some rows only ((e) comes with (c): both use the converged container).
+--only a,b,c,d,e,f,g  run some rows only ((e) comes with (c): both use the converged container).
 
 Rows (ratios rather than absolute times: this machine is shared and noisy):
  (a) gate latency: time from the double first answering /health 200 (an independent 20 ms poller) to the
@@ -55,6 +55,11 @@ Rows (ratios rather than absolute times: this machine is shared and noisy):
      gating it, with nothing installed; against a ``pip install --force-reinstall sglang==0.5.10`` into that same
      venv, offline from the same wheelhouse (a reinstall path would add the same stop, start, load and gate to it).
      The double's wheels are a few hundred KB; a real SGLang reinstall brings torch and its CUDA libraries (GBs).
+ (g) the dark window of a cutover (bench_stage.py, issue 32): the double (which reads its weight files for real) on a
+     weight directory of --stage-gib GB (default 2) in /var/tmp: an old double serving, its last /health answer, its
+     stop, the new double's first /health 200. Cold (the shards evicted with posix_fadvise DONTNEED), staged (evicted,
+     then read back by model_stage's functions while the old double serves) and the warm floor (already resident),
+     --runs each in rotating order; medians. Goal: staged <= 1.5 x the floor.
 
 Containers are named inferops-bench-*; they are removed at the end. Asserts nothing: exit status 0 unless a
 step could not run.
@@ -76,6 +81,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench_fleet  # noqa: E402  pylint: disable=wrong-import-position
 import bench_gate  # noqa: E402  pylint: disable=wrong-import-position
+import bench_stage  # noqa: E402  pylint: disable=wrong-import-position
 
 REPO = os.path.abspath(os.path.join(HERE, ".."))
 BIN = os.path.dirname(sys.executable)
@@ -687,6 +693,17 @@ def build_rows(fig):
         rows.append({"row": "(f) rollback after a failed upgrade", "measured": "%.1f s failed gate -> healthy" % f["rollback"],
                      "comparison": "%.1f s pip reinstall alone (median of %d)" % (reinstall, len(f["reinstall"])),
                      "ratio": "%.1f" % (f["rollback"] / reinstall), "goal": "-", "met": "-"})
+    if "g" in fig:
+        g = fig["g"]
+        median = g["median"]
+        rows.append({"row": "(g) dark window, %.1f GiB weights, staged" % g["gib"],
+                     "measured": "%.2f s (median of %d)" % (median["staged"], len(g["runs"]["staged"])),
+                     "comparison": "%.2f s warm floor" % median["warm"], "ratio": "%.2f" % g["staged_over_floor"],
+                     "goal": "<= 1.5", "met": met(g["staged_over_floor"], 1.5)})
+        rows.append({"row": "(g) dark window, cold (pages evicted)",
+                     "measured": "%.2f s (median of %d)" % (median["cold"], len(g["runs"]["cold"])),
+                     "comparison": "%.2f s warm floor" % median["warm"], "ratio": "%.2f" % g["cold_over_floor"],
+                     "goal": "-", "met": "-"})
     return rows
 
 
@@ -698,7 +715,8 @@ def main():
     ap.add_argument("--pairs", type=int, help="(c) paired runs (default 5, --quick 2)")
     ap.add_argument("--workers", type=int, help="(d) servers behind the router (default 4, --quick 2)")
     ap.add_argument("--runs", type=int, help="(a), (b) gate runs and (f) reinstalls (default 5, --quick 2)")
-    ap.add_argument("--only", default="a,b,c,d,e,f", help="comma-separated rows to run (e runs on c's host: give c too)")
+    ap.add_argument("--stage-gib", type=float, default=2.0, help="(g) GiB of weights (default 2)")
+    ap.add_argument("--only", default="a,b,c,d,e,f,g", help="comma-separated rows to run (e runs on c's host: give c too)")
     args = ap.parse_args()
     collection = os.path.abspath(args.collection)
     pairs = args.pairs or (2 if args.quick else 5)
@@ -728,6 +746,8 @@ def main():
         if "d" in only:
             fig["d"] = measure_rollout(workers, collection, colls)
             fig["d"]["workers"] = workers
+        if "g" in only:
+            fig["g"] = bench_stage.measure(runs, args.stage_gib, collection=collection)
         if "f" in only:
             try:
                 fig["f"] = measure_upgrade_rollback(tmp, collection, runs)

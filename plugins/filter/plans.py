@@ -14,6 +14,7 @@ __metaclass__ = type
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
     cutover_check_failure,
+    cutover_dark_window,
     cutover_decide,
     cutover_failure,
     cutover_inputs,
@@ -36,6 +37,7 @@ class FilterModule(object):
             'cutover_decide': as_filter(cutover_decide),
             'cutover_replica': as_filter(cutover_replica),
             'cutover_check_failure': as_filter(cutover_check_failure),
+            'cutover_dark_window': as_filter(cutover_dark_window),
             'cutover_outcome': as_filter(cutover_outcome),
             'cutover_record': as_filter(cutover_record),
             'cutover_inputs': as_filter(cutover_inputs),

@@ -140,7 +140,7 @@ def summary_rows(order, batches, results, failures):
         this host, see ``ROLLOUT_GOES_ON``; in check mode ``result`` is ``would_adopt``, ``would_start`` or
         ``would_restart`` for a host a real run would change), ``sglang_version`` (the SGLang version of the cutover's
         ``versions`` against its ``previous_versions``: ``0.5.9 -> 0.5.10``, the version alone when unchanged or not
-        recorded before, ``-`` when unknown; ``_versions.column_text``) and the cutover's fields.
+        recorded before, ``-`` when unknown; ``_versions.column_text``), ``dark_window_text`` (:func:`dark_window_text`) and the cutover's fields.
         A host with neither a result nor a failure is ``not started`` when no host of its batch or a later
         batch has a result or failure, else ``failed`` (it left the play without a recorded cause).
     """
@@ -171,5 +171,20 @@ def summary_rows(order, batches, results, failures):
         row['sglang_version'] = _versions.column_text((result.get('previous_versions') or {}).get('sglang'),
                                                       (result.get('versions') or {}).get('sglang'),
                                                       rolled_back=row.get('result') == 'rolled_back')
+        row['dark_window_text'] = dark_window_text(result.get('dark_window'))
         rows.append(row)
     return rows
+
+
+def dark_window_text(window):
+    """The fleet summary's dark-window cell: ``'12.3 (1.0 + 10.0 + 1.3)'`` - seconds, then stop + release, load and
+    gate (the cutover's ``dark_window``, plan ``cutover_dark_window``); ``'-'`` when the host had none (unchanged, not
+    started, a start with no old server) or a part was not measured."""
+    window = window if isinstance(window, dict) else {}
+    if window.get('seconds') is None:
+        return '-'
+
+    def part(key):
+        value = window.get(key)
+        return '-' if value is None else '%.1f' % float(value)
+    return '%.1f (%s + %s + %s)' % (float(window['seconds']), part('stop_release_s'), part('load_s'), part('gate_s'))

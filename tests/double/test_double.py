@@ -1483,3 +1483,41 @@ def test_speculative_accept_length_and_decode_time_follow_the_flags(servers, tmp
     assert info(slow) == [pytest.approx(100 / 56)]  # ceil(100 / 1.8) = 56 steps
     assert info(plain) == [None]
     assert seconds["fast"] < seconds["slow"] < seconds["plain"], seconds
+
+
+# --------------------------------------------------------------------------- weight load (issue 32)
+def make_weights(model, sizes, index=True, extra=()):
+    """Shards ``model-0000N-of-0000M.safetensors`` of ``sizes`` bytes (random), listed by an index when ``index``;
+    ``extra`` names files present but not listed."""
+    names = ["model-%05d-of-%05d.safetensors" % (i + 1, len(sizes)) for i in range(len(sizes))]
+    for name, size in zip(names, sizes):
+        (model / name).write_bytes(os.urandom(size))
+    for name in extra:
+        (model / name).write_bytes(b"x" * 10)
+    if index:
+        (model / "model.safetensors.index.json").write_text(json.dumps(
+            {"metadata": {"total_size": sum(sizes)}, "weight_map": {"t%d" % i: n for i, n in enumerate(names)}}))
+    return names
+
+
+def test_weight_files_follow_the_index_like_sglang(tmp_path):
+    weight_files, load_weights, gpu_copy_wanted = _import_from_double(
+        "sglang.srt.model_loader.weight_utils", "weight_files", "load_weights", "gpu_copy_wanted")
+    names = make_weights(tmp_path, [1000, 3000], extra=("consolidated.safetensors",))
+    assert [os.path.basename(p) for p in weight_files(str(tmp_path))] == names  # the unlisted file is left out
+    (tmp_path / "model.safetensors.index.json").unlink()
+    assert len(weight_files(str(tmp_path))) == 3  # no index: every *.safetensors
+    result = load_weights(weight_files(str(tmp_path)), to_gpu=False, chunk=512)
+    assert result["bytes"] == 4010 and result["files"] == 3 and result["gpu"] is False
+    assert gpu_copy_wanted("0") is False
+
+
+def test_load_reads_the_weights_split_over_the_ranks(servers, tmp_path):
+    model = make_model(tmp_path / "weights-model")
+    make_weights(model, [300000, 200000, 100000])
+    server = servers("--tp", "2", model=model, env={"SGLANG_DOUBLE_LOAD_TO_GPU": "0"})
+    server.wait_ready()
+    weights = [server.state(role)["weights"] for role in ("scheduler_TP0", "scheduler_TP1")]
+    assert sum(w["bytes"] for w in weights) == 600000, weights
+    assert [w["files"] for w in weights] == [2, 1] and not any(w["gpu"] for w in weights)
+    assert "Read 400000 bytes of weights" in server.log()

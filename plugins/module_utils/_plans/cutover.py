@@ -239,6 +239,55 @@ def _router(state):
             'registered': step_in.get('healthy', False) or check.get('healthy', False)}
 
 
+def _seconds(value):
+    """A number of seconds as float, or None (missing, empty, not a number)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def cutover_dark_window(state, gate=None, stopped=None):
+    """The dark window of a cutover: from the old server's last answer to the new server's first (issue 32).
+
+    The old server answers until its stop begins (``state['dark_from']``, noted after the router drain, which waited
+    for its last request, and before the strays are stopped); the new server's first answer is the gate's first passing
+    ``/health`` (a one-token generation in SGLang 0.5.23, ``http_server.py`` ``health_generate``), at
+    ``state['began'] + gate['time_to_healthy']``. The parts: ``stop_release_s`` (the strays stopped and their GPUs and
+    port free: ``dark_from`` to ``began``; a systemd ``restart`` stops inside the start, so its stop counts in
+    ``load_s``), ``load_s`` (start to the port open: SGLang loads the weights and captures the CUDA graphs with the
+    port closed), ``gate_s`` (port open to the first passing ``/health``: the warm-up request).
+
+    :param state: the ``__cutover`` fact (``action``, ``dark_from`` and ``began``: epoch seconds).
+    :param gate: the gate's server_health result (``time_to_tcp``, ``time_to_healthy``: seconds after ``began``).
+    :param stopped: the stray stop's server_process result (``stopped``: the processes it ended).
+    :returns: dict ``seconds`` (the window, None when no old server answered before - a stopped service started
+        with no stray to stop - or when the new server never answered), ``stop_release_s``, ``load_s``, ``gate_s``
+        (floats rounded to 0.1 s, or None where not measured) and ``old_server`` (bool: an old server answered before).
+    """
+    state, gate, stopped = _dict(state), _dict(gate), _dict(stopped)
+    began, dark_from = _seconds(state.get('began')), _seconds(state.get('dark_from'))
+    to_tcp, to_healthy = _seconds(gate.get('time_to_tcp')), _seconds(gate.get('time_to_healthy'))
+    old_server = state.get('action') == 'restart' or bool(stopped.get('stopped'))
+    stop = max(0.0, began - dark_from) if began is not None and dark_from is not None else None
+    gate_s = max(0.0, to_healthy - to_tcp) if to_healthy is not None and to_tcp is not None else None
+    seconds = stop + to_healthy if old_server and stop is not None and to_healthy is not None else None
+
+    def rounded(value):
+        return None if value is None else round(value, 1)
+    return {'seconds': rounded(seconds), 'stop_release_s': rounded(stop), 'load_s': rounded(to_tcp),
+            'gate_s': rounded(gate_s), 'old_server': old_server}
+
+
+def _dark_line(window):
+    """The record's dark-window line: '12.3 s (stop + release 1.0 s, load 10.0 s, gate 1.3 s)'."""
+    def part(value):
+        return '-' if value is None else '%.1f s' % value
+    head = 'no old server answered before' if window['seconds'] is None and not window['old_server'] else part(window['seconds'])
+    return '%s (stop + release %s, load %s, gate %s)' % (
+        head, part(window['stop_release_s']), part(window['load_s']), part(window['gate_s']))
+
+
 def _output(state, result, failed, check_mode):
     """The declared output ``inferops_sglang_cutover`` (read by the fleet summary)."""
     action = state.get('action', 'none')
@@ -251,6 +300,7 @@ def _output(state, result, failed, check_mode):
         'result': result,
         'node_rank': int(state.get('node_rank') or 0),
         'time_to_healthy_s': gate.get('time_to_healthy') if gated and not failed else None,
+        'dark_window': cutover_dark_window(state, gate, state.get('stopped')) if action != 'none' and not check_mode else None,
         'rolled_back': _truth(state.get('rolled_back', False)),
         'smoke_latencies': gate.get('smoke_latencies', []) if gated else [],
         'args_diff': diff_args(previous_args, new_args),
@@ -428,6 +478,8 @@ def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, k
         'time_to_tcp': gate.get('time_to_tcp') or '-',
         'time_to_healthy': gate.get('time_to_healthy') or '-',
         'ready': gate.get('elapsed') or '-',
+        'dark_window': _dark_line(cutover_dark_window(state, gate, stopped)),
+        'stage': _stage_line(_dict(state.get('stage'))),
         'smoke_latencies': _joined(gate.get('smoke_latencies', []), '-'),
         'perf': _perf_line(_dict(state.get('perf')), _dict(_dict(_dict(state.get('previous')).get('manifest')).get('perf'))),
         'known_good_dir': known_good.get('dir', known_good_dir),
@@ -450,6 +502,17 @@ def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, k
         'sglang_version': python.get('sglang_version') or '-',
         'findings': findings or 'None recorded.',
     }
+
+
+def _stage_line(stage):
+    """The record's staging line (model_stage's summary): what was read and what is resident, or '-'."""
+    if not stage:
+        return '-'
+    gib = float(1 << 30)
+    return '%s (mode %s): read %.2f GiB in %.1f s (%.2f GB/s); resident %.2f of %.2f GiB before, %.2f after' % (
+        stage.get('message', ''), stage.get('mode', '-'), (stage.get('read_bytes') or 0) / gib, stage.get('seconds') or 0.0,
+        stage.get('gb_per_s') or 0.0, (stage.get('resident_before') or 0) / gib, (stage.get('total_bytes') or 0) / gib,
+        (stage.get('resident_after') or 0) / gib)
 
 
 def _perf_line(measured, known_good):

@@ -23,14 +23,15 @@ def known_good_manifest(files, manifest, saved_at):
         the defaults, except ``schema`` and ``saved_at``.
     :param saved_at: the time of the save (UTC, ``%Y-%m-%dT%H:%M:%SZ``).
     :returns: dict: the defaults (``source`` cutover, ``manager`` systemd, empty ``unit`` and ``command``, no ``pid``,
-        ``time_to_healthy`` or ``sitecustomize``, empty ``sitecustomize_block``), ``files`` (the sources),
+        ``time_to_healthy``, ``dark_window`` (filter cutover_dark_window) or ``sitecustomize``, empty
+        ``sitecustomize_block``), ``files`` (the sources),
         ``file_modes`` (the files with an ``owner``), then ``manifest``, then ``schema`` and ``saved_at``.
     """
     files = list(files or [])
     result = {'schema': SCHEMA, 'source': 'cutover', 'unit': '', 'manager': 'systemd', 'command': [],
               'files': [item['src'] for item in files],
               'file_modes': [item for item in files if 'owner' in item],
-              'pid': None, 'time_to_healthy': None, 'sitecustomize': None, 'sitecustomize_block': ''}
+              'pid': None, 'time_to_healthy': None, 'dark_window': None, 'sitecustomize': None, 'sitecustomize_block': ''}
     result.update(manifest or {})
     result.update(schema=SCHEMA, saved_at=saved_at)
     return result

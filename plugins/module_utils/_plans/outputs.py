@@ -99,6 +99,8 @@ _CUTOVER_KEYS = {
     'result': ('str', 'the outcome (deployed, unchanged, rolled_back, failed, would_...)'),
     'node_rank': ('int', 'this node rank'),
     'time_to_healthy_s': ('raw', 'seconds from start to the gate passing, else none'),
+    'dark_window': ('raw', "the old server's last answer to the new one's first: seconds, stop_release_s, load_s, gate_s, "
+                           'old_server (cutover_dark_window); none without a start or restart'),
     'rolled_back': ('bool', 'whether the known-good configuration was put back'),
     'smoke_latencies': ('list', "the gate's smoke request latencies"),
     'args_diff': ('dict', 'server arguments changed (added, removed, changed)'),

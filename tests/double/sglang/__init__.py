@@ -38,6 +38,11 @@ Environment knobs:
 
 =================================  ==========  =================================================
 SGLANG_DOUBLE_LOAD_SECONDS         3           model load; the port stays closed meanwhile
+                                               (at least this long; reading the weights may take longer)
+SGLANG_DOUBLE_LOAD_WEIGHTS         1           the load reads the model directory's *.safetensors
+                                               (index-filtered) from disk; 0 reads nothing
+SGLANG_DOUBLE_LOAD_TO_GPU          auto        copy the read bytes to GPU memory: auto = where torch
+                                               with CUDA is importable; 0 never; 1 always
 SGLANG_DOUBLE_WARMUP_SECONDS       1           port open, /health 503; ready no earlier than this
                                                (and only once the warm-up request succeeded);
                                                also the pause before each warm-up try, at most 1 s

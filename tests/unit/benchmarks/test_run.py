@@ -155,3 +155,23 @@ def test_build_rows_gives_the_peer_row_as_the_median_of_pair_ratios():
     peer = next(r for r in rows if 'minimal peer' in r['row'])
     assert peer['ratio'].startswith('3.0 ') and peer['met'] == 'NO' and peer['goal'] == '<= 2.0'
     assert len(rows) == 2
+
+
+def test_build_rows_dark_window():
+    """Row (g), issue 32: staged against the warm floor (goal <= 1.5), cold beside it."""
+    fig = {'g': {'gib': 2.0, 'median': {'cold': 3.05, 'staged': 1.19, 'warm': 0.9},
+                 'runs': {'cold': [{}] * 3, 'staged': [{}] * 3, 'warm': [{}] * 3},
+                 'staged_over_floor': 1.19 / 0.9, 'cold_over_floor': 3.05 / 0.9}}
+    staged, cold = run.build_rows(fig)
+    assert staged['ratio'] == '1.32' and staged['met'] == 'yes' and staged['goal'] == '<= 1.5'
+    assert staged['measured'] == '1.19 s (median of 3)' and cold['ratio'] == '3.39' and cold['met'] == '-'
+
+
+def test_stage_bench_weights_pass_model_stage_checks(tmp_path):
+    """The benchmark's weight directory is one model_stage accepts (index, sizes from the headers)."""
+    stage = run.bench_stage._stage_module()
+    files = run.bench_stage.make_weights(str(tmp_path / 'model'), 4 << 20, shards=2, block=1 << 20)
+    found = stage.weight_files(str(tmp_path / 'model'))
+    assert found['problems'] == [] and [f['path'] for f in found['files']] == files
+    run.bench_stage.evict(files)
+    assert sum(stage.resident_bytes(path) for path in files) < sum(f['size'] for f in found['files'])

@@ -22,8 +22,8 @@ FILTER_DIR = os.path.join(ROOT, 'plugins', 'filter')
 
 def test_every_plan_filter_has_its_documentation():
     filters = dict(CutoverPlans().filters(), **ServicePlan().filters())
-    assert sorted(filters) == ['cuda_env_secrets', 'cutover_check_failure', 'cutover_decide', 'cutover_failure',
-                               'cutover_inputs', 'cutover_outcome', 'cutover_record', 'cutover_replica',
+    assert sorted(filters) == ['cuda_env_secrets', 'cutover_check_failure', 'cutover_dark_window', 'cutover_decide',
+                               'cutover_failure', 'cutover_inputs', 'cutover_outcome', 'cutover_record', 'cutover_replica',
                                'cutover_status_router', 'facts_summary', 'known_good_manifest', 'replica_args',
                                'service_deployed', 'service_plan']
     for name in filters:

@@ -99,7 +99,7 @@ def test_summary_rows_failure_before_cutover_and_silent_loss():
     assert [r['result'] for r in rows] == ['unchanged', 'failed', 'deployed', 'not started']
     rows = f.summary_rows(['a', 'b'], [['a'], ['b']], {}, {'a': {'msg': 'pre-flight: no GPUs', 'task': 'Check'}})
     assert rows[0] == {'host': 'a', 'batch': 1, 'result': 'failed', 'failure': 'pre-flight: no GPUs',
-                       'failed_task': 'Check', 'ok': False, 'sglang_version': '-'}
+                       'failed_task': 'Check', 'ok': False, 'sglang_version': '-', 'dark_window_text': '-'}
     assert rows[1]['result'] == 'not started'
 
 
@@ -170,3 +170,16 @@ def test_summary_rows_a_kept_server_is_shown_as_kept_and_stops_the_rollout():
                           {'a': {'msg': 'SGLang on port 30000 is not healthy: the server is broken', 'task': 'Gate'}})
     assert [(r['result'], r['ok']) for r in rows] == [('kept', False), ('not started', True)]
     assert rows[0]['failure'] == 'SGLang on port 30000 is not healthy: the server is broken'
+
+
+@pytest.mark.parametrize('window, text', [
+    ({'seconds': 12.84, 'stop_release_s': 0.5, 'load_s': 10.0, 'gate_s': 2.3}, '12.8 (0.5 + 10.0 + 2.3)'),
+    ({'seconds': 4.0, 'stop_release_s': None, 'load_s': 3.0, 'gate_s': 1.0}, '4.0 (- + 3.0 + 1.0)'),
+    ({'seconds': None, 'load_s': 3.0}, '-'),  # no old server answered before
+    (None, '-'),  # unchanged or not started
+])
+def test_dark_window_column(window, text):
+    """Issue 32: the fleet summary's dark-window column, from each host's cutover output."""
+    assert f.dark_window_text(window) == text
+    rows = f.summary_rows(['a'], [['a']], {'a': {'result': 'deployed', 'dark_window': window}}, {})
+    assert rows[0]['dark_window_text'] == text

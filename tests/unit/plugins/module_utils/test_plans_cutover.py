@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
     SERVICE_DEFAULTS, cutover_check_failure, cutover_decide, cutover_failure, cutover_inputs, cutover_outcome,
-    cutover_record, cutover_replica, live_files)
+    cutover_dark_window, cutover_record, cutover_replica, live_files)
 
 
 SCHEDULERS = [{'main_pid': 42, 'members': [{'role': 'scheduler', 'title': 'sglang::scheduler_TP0'}]}]
@@ -319,7 +319,8 @@ EMPTY_RECORD = {
     'known_good_dir': '/kg', 'history_dir': '-', 'python': '-', 'hand_started': False, 'cuda_env_file': '-',
     'cuda_environment': {}, 'sitecustomize': None, 'sitecustomize_link': None, 'strays': [], 'stuck': [],
     'stopped': [], 'systemd_version': '-', 'driver_version': '-', 'cuda_driver_version': '-', 'toolkits': 'none',
-    'python_version': '', 'sglang_version': '-', 'findings': 'None recorded.'}
+    'python_version': '', 'sglang_version': '-', 'findings': 'None recorded.',
+    'dark_window': 'no old server answered before (stop + release -, load -, gate -)', 'stage': '-'}
 
 
 @pytest.mark.parametrize('state, service, cuda_env, facts, known_good, gate, stopped, findings, expected', [
@@ -330,7 +331,8 @@ EMPTY_RECORD = {
     ({}, {'cache_dir': '', 'boot': False}, {'env_file': None}, {'driver_version': ''}, {'history_dir': None},
      {'time_to_tcp': 0, 'elapsed': None, 'smoke_latencies': []}, {}, '',
      {'boot': False, 'cache_dir': '-', 'cuda_env_file': '-', 'driver_version': '-', 'history_dir': '-',
-      'time_to_tcp': '-', 'ready': '-'}),
+      'time_to_tcp': '-', 'ready': '-',
+      'dark_window': 'no old server answered before (stop + release -, load 0.0 s, gate -)'}),
     # ... and given values are shown
     ({'previous': {'manifest': {'source': 'hand-started'}},
       'outcome': {'output': {'versions': {'python': '/v/bin/python3'}}}},
@@ -353,7 +355,7 @@ EMPTY_RECORD = {
       'cuda_environment': {'NCCL_X': '1'}, 'sitecustomize': '/s.py', 'sitecustomize_link': '/usr/lib/sc.py',
       'systemd_version': 252, 'driver_version': '550', 'cuda_driver_version': '12.4',
       'toolkits': '/usr/local/cuda, /opt/cuda', 'python_version': '3.11.2', 'sglang_version': '0.5.23',
-      'findings': '| a |'}),
+      'findings': '| a |', 'dark_window': 'no old server answered before (stop + release -, load 1.5 s, gate 1.5 s)'}),
     # a previous configuration saved by a cutover, or with no manifest, is not the hand-started server
     ({'previous': {'manifest': {'source': 'cutover'}}}, {}, {}, {}, {}, {}, {}, '', {}),
     ({'previous': {'manifest': None}}, {}, {}, {}, {}, {}, {}, '', {}),
@@ -419,3 +421,40 @@ def test_inputs(service, cuda_env, port, manager, marker, command):
 ])
 def test_failure(result, api_key, expected):
     assert cutover_failure(result, 'Gate', api_key) == dict(expected, failed_task='Gate')
+
+
+# ---- cutover_dark_window (issue 32) --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('state, gate, stopped, expected', [
+    # a restart: the old server answered until the stop began; the new one first at began + time_to_healthy
+    ({'action': 'restart', 'dark_from': 100.0, 'began': 100.5}, {'time_to_tcp': 10.0, 'time_to_healthy': 12.34}, {},
+     {'seconds': 12.8, 'stop_release_s': 0.5, 'load_s': 10.0, 'gate_s': 2.3, 'old_server': True}),
+    # a start after the strays were stopped (a hand-started server adopted): the stop and GPU release count
+    ({'action': 'start', 'dark_from': 100.0, 'began': 104.0}, {'time_to_tcp': 3, 'time_to_healthy': '3.5'},
+     {'stopped': [{'pid': 7}]}, {'seconds': 7.5, 'stop_release_s': 4.0, 'load_s': 3.0, 'gate_s': 0.5, 'old_server': True}),
+    # a stopped service started with nothing to stop: no old server, no window; the parts still shown
+    ({'action': 'start', 'dark_from': 100.0, 'began': 100.0}, {'time_to_tcp': 3, 'time_to_healthy': 4}, {'stopped': []},
+     {'seconds': None, 'stop_release_s': 0.0, 'load_s': 3.0, 'gate_s': 1.0, 'old_server': False}),
+    # the new server never answered: no end to the window
+    ({'action': 'restart', 'dark_from': 100.0, 'began': 101.0}, {'time_to_tcp': None, 'time_to_healthy': None}, {},
+     {'seconds': None, 'stop_release_s': 1.0, 'load_s': None, 'gate_s': None, 'old_server': True}),
+    # nothing noted (an older state, or undefined values)
+    (None, None, None, {'seconds': None, 'stop_release_s': None, 'load_s': None, 'gate_s': None, 'old_server': False}),
+])
+def test_dark_window(state, gate, stopped, expected):
+    assert cutover_dark_window(state, gate, stopped) == expected
+
+
+def test_dark_window_in_the_output_and_the_record():
+    changes = {'dark_from': 1000.0, 'began': 1001.0, 'gate': {'time_to_tcp': 2.0, 'time_to_healthy': 3.25, 'elapsed': 5}}
+    output = cutover_outcome(state(**changes), False)['output']
+    assert output['dark_window'] == {'seconds': 4.2, 'stop_release_s': 1.0, 'load_s': 2.0, 'gate_s': 1.2, 'old_server': True}
+    assert cutover_outcome(state(action='none', **changes), False)['output']['dark_window'] is None
+    assert cutover_outcome(state(**changes), True)['output']['dark_window'] is None  # check mode measures nothing
+    record = cutover_record(dict(state(**changes), stage={
+        'mode': 'fit', 'message': 'reading 2.00 GiB of 2 file(s)', 'total_bytes': 2 << 30, 'resident_before': 0,
+        'resident_after': 2 << 30, 'read_bytes': 2 << 30, 'seconds': 1.0, 'gb_per_s': 2.147}), {}, {}, {}, {},
+        changes['gate'], {}, '/kg')
+    assert record['dark_window'] == '4.2 s (stop + release 1.0 s, load 2.0 s, gate 1.2 s)'
+    assert record['stage'] == ('reading 2.00 GiB of 2 file(s) (mode fit): read 2.00 GiB in 1.0 s (2.15 GB/s); '
+                               'resident 0.00 of 2.00 GiB before, 2.00 after')

@@ -53,7 +53,7 @@ def test_known_good_manifest_defaults_and_precedence():
     assert known_good_manifest(files, {}, 'T') == {
         'schema': 1, 'source': 'cutover', 'unit': '', 'manager': 'systemd', 'command': [],
         'files': ['/etc/systemd/system/sglang.service', '/etc/sglang/sglang.env'],
-        'file_modes': [files[1]], 'pid': None, 'time_to_healthy': None, 'sitecustomize': None,
+        'file_modes': [files[1]], 'pid': None, 'time_to_healthy': None, 'dark_window': None, 'sitecustomize': None,
         'sitecustomize_block': '', 'saved_at': 'T'}
     manifest = known_good_manifest(None, {'source': 'hand-started', 'unit': 'u', 'files': ['/x'], 'schema': 7,
                                           'saved_at': 'old', 'record': {'boot': True}}, 'T')

@@ -300,8 +300,11 @@ def run_scheduler_process(server_args, rank: Dict[str, Any], t0: float, pipe_wri
             tools = check_jit_tools()
         else:
             tools = {"skipped": True, "reason": "SGLANG_DOUBLE_REQUIRE_TOOLS=0"}
+        weights = _load_rank_weights(server_args, rank)
+        state["weights"] = weights
         _sleep_until(t0 + load_seconds * 0.6)
-        logger.info("Load weight end. type=DoubleForCausalLM, dtype=torch.bfloat16, mem usage=%.2f GB.", 0.0)
+        logger.info("Load weight end. type=DoubleForCausalLM, dtype=torch.bfloat16, mem usage=%.2f GB.",
+                    weights["bytes"] / (1 << 30) if weights["gpu"] else 0.0)
         logger.info("KV Cache is allocated. #tokens: 1048576")
         logger.info("Capture cuda graph begin. This can take up to several minutes.")
         _sleep_until(t0 + load_seconds)
@@ -338,6 +341,25 @@ def run_scheduler_process(server_args, rank: Dict[str, Any], t0: float, pipe_wri
         _flush_and_exit(1)
     while True:  # the event loop: hold the GPU until killed
         signal.pause()
+
+
+def _load_rank_weights(server_args, rank: Dict[str, Any]) -> Dict[str, Any]:
+    """This rank's part of the weight load (see ``sglang.srt.model_loader.weight_utils``): each of the
+    ``tp_size * pp_size`` ranks reads every world-th file of the model directory, so the ranks together read the
+    model once (SGLang's ranks each read every file and keep their slice; the page cache shares the pages).
+    ``SGLANG_DOUBLE_LOAD_WEIGHTS=0`` reads nothing."""
+    from sglang.srt.model_loader.weight_utils import gpu_copy_wanted, load_weights, weight_files  # pylint: disable=import-outside-toplevel
+
+    if not env_bool("SGLANG_DOUBLE_LOAD_WEIGHTS", True) or not os.path.isdir(server_args.model_path or ""):
+        return {"files": 0, "bytes": 0, "seconds": 0.0, "gb_per_s": 0.0, "gpu": False}
+    world = max(1, server_args.tp_size * server_args.pp_size)
+    index = rank["pp_rank"] * server_args.tp_size + rank["tp_rank"]
+    files = weight_files(server_args.model_path)[index::world]
+    logger.info("Loading safetensors checkpoint shards: %d file(s) for this rank", len(files))
+    result = load_weights(files, gpu_id=rank["gpu_id"], to_gpu=bool(files) and gpu_copy_wanted())
+    logger.info("Read %d bytes of weights in %.2f s (%.2f GB/s)%s", result["bytes"], result["seconds"],
+                result["gb_per_s"], " into GPU memory" if result["gpu"] else "")
+    return result
 
 
 def _sleep_until(deadline: float) -> None:

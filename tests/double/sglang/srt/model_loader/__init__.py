@@ -1,0 +1,1 @@
+"""The double's model loader (SGLang ``sglang/srt/model_loader/``), reduced to what a dark window depends on."""
