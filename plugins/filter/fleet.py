@@ -16,6 +16,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _fleet
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import fleet, urls
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import command_diff
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 
@@ -42,23 +43,36 @@ def rollout_serial(fleet):
         raise AnsibleFilterError('rollout_serial: %s' % exc)
 
 
-def fleet_summary_rows(order, batches, hostvars):
+def fleet_summary_rows(order, batches, hostvars, playbook='', check_mode=False):
     """``plan.order | inferops.sglang.fleet_summary_rows(plan.batches, hostvars)``: one row per planned host.
 
     Reads each host's ``inferops_sglang_cutover`` (the cutover role's declared output) and
     ``inferops_sglang_failure`` (``{msg, task}``, set by the rollout play of ``playbooks/site.yml`` when a host
-    failed); see module_utils ``_fleet.summary_rows``.
+    failed); for a host that failed before its cutover, the argument change it attempted (its
+    ``inferops_sglang_service`` command against its known-good manifest's); see module_utils ``_fleet.summary_rows``.
     """
     results = {}
     failures = {}
+    attempted = {}
     for host in order:
+        service = host_var(hostvars, host, 'inferops_sglang_service') or {}
+        known_good = host_var(hostvars, host, 'inferops_sglang_known_good') or {}
+        manifest = (known_good.get('manifest') or {}) if isinstance(known_good, dict) else {}
+        if isinstance(service, dict) and service.get('command') and isinstance(manifest, dict) and manifest.get('command'):
+            attempted[host] = command_diff(manifest['command'], service['command'])
         summary = host_var(hostvars, host, 'inferops_sglang_cutover')
         if summary:
             results[host] = summary
         failure = host_var(hostvars, host, 'inferops_sglang_failure')
         if failure:
             failures[host] = failure
-    return _fleet.summary_rows(list(order), list(batches), results, failures)
+    return _fleet.summary_rows(list(order), list(batches), results, failures, attempted,
+                               _fleet.summary_heading(playbook, check_mode))
+
+
+def fleet_summary_heading(playbook, check_mode=False):
+    """``lock_owner.playbook | inferops.sglang.fleet_summary_heading(ansible_check_mode)``: ``_fleet.summary_heading``."""
+    return _fleet.summary_heading(playbook, check_mode)
 
 
 class FilterModule(object):
@@ -72,4 +86,5 @@ class FilterModule(object):
             'worker_urls': as_filter(urls.worker_urls, 'worker_urls'),
             'worker_config_paths': as_filter(urls.worker_config_paths, 'worker_config_paths'),
             'fleet_summary_rows': fleet_summary_rows,
+            'fleet_summary_heading': fleet_summary_heading,
         }

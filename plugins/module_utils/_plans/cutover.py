@@ -89,6 +89,11 @@ def _args(command):
     return redact_args(args)
 
 
+def command_diff(old_command, new_command):
+    """``diff_args`` of two argvs' flags, secret values masked (the change a host attempted, for the fleet summary)."""
+    return diff_args(_args(old_command), _args(new_command))
+
+
 def live_files(service):
     """The files the known-good configuration keeps and a rollback restores: the service's files (unit, or wrapper and
     program), its environment file (0600; group of a non-root owner: the service's group), the CUDA environment file
@@ -263,6 +268,7 @@ def _output(state, result, failed, check_mode):
         'degraded': state.get('degraded') or None,
         'record': state.get('record', ''),
         'check_mode': bool(check_mode),
+        'rollback_to': state.get('rollback_to') or '',
     }
     if failed:
         output.update(failure=state.get('failure'), failed_task=state.get('failed_task') or '',

@@ -110,6 +110,7 @@ _CUTOVER_KEYS = {
     'degraded': ('raw', 'why the server was found degraded, else none'),
     'record': ('str', 'the deployment record written'),
     'check_mode': ('bool', 'whether the run was in check mode'),
+    'rollback_to': ('str', "the history entry an operator's rollback restored, else empty"),
     'failure': ('raw', 'the failure (failed hosts only)'),
     'failed_task': ('str', 'the task that failed (failed hosts only)'),
     'rollback_failure': ('raw', 'why the rollback failed, else none (failed hosts only)'),
