@@ -43,29 +43,49 @@ def rollout_serial(fleet):
         raise AnsibleFilterError('rollout_serial: %s' % exc)
 
 
+def _attempted(hostvars, host):
+    """(the command this run meant to run, the one it would have replaced) of a host; either None when unknown.
+
+    The new one: the service role's output, else its pre-flight plan's (a pre-flight failure stops before the
+    output); the old one: the known-good manifest's, else the running server's arguments (the facts).
+    """
+    def mapping(value):
+        return value if isinstance(value, dict) else {}
+
+    service = mapping(host_var(hostvars, host, 'inferops_sglang_service'))
+    command = service.get('command') or mapping(mapping(host_var(hostvars, host, '__service_plan')).get('output')).get('command')
+    manifest = mapping(mapping(host_var(hostvars, host, 'inferops_sglang_known_good')).get('manifest'))
+    previous = manifest.get('command')
+    if not previous:
+        servers = mapping(mapping(host_var(hostvars, host, 'ansible_facts')).get('inferops_sglang')).get('servers') or []
+        managed = [server for server in servers if isinstance(server, dict) and server.get('managed')]
+        running = (managed or [server for server in servers if isinstance(server, dict)] or [{}])[0]
+        previous = running.get('args')
+    return command or None, previous or None
+
+
 def fleet_summary_rows(order, batches, hostvars, playbook='', check_mode=False):
     """``plan.order | inferops.sglang.fleet_summary_rows(plan.batches, hostvars)``: one row per planned host.
 
     Reads each host's ``inferops_sglang_cutover`` (the cutover role's declared output) and
     ``inferops_sglang_failure`` (``{msg, task}``, set by the rollout play of ``playbooks/site.yml`` when a host
     failed); for a host that failed before its cutover, the argument change it attempted (its
-    ``inferops_sglang_service`` command against its known-good manifest's); see module_utils ``_fleet.summary_rows``.
+    command, or the service pre-flight's plan of it, against its known-good manifest's or the running server's); see
+    module_utils ``_fleet.summary_rows``.
     """
     results = {}
     failures = {}
     attempted = {}
     for host in order:
-        service = host_var(hostvars, host, 'inferops_sglang_service') or {}
-        known_good = host_var(hostvars, host, 'inferops_sglang_known_good') or {}
-        manifest = (known_good.get('manifest') or {}) if isinstance(known_good, dict) else {}
-        if isinstance(service, dict) and service.get('command') and isinstance(manifest, dict) and manifest.get('command'):
-            attempted[host] = command_diff(manifest['command'], service['command'])
         summary = host_var(hostvars, host, 'inferops_sglang_cutover')
         if summary:
             results[host] = summary
         failure = host_var(hostvars, host, 'inferops_sglang_failure')
         if failure:
             failures[host] = failure
+            command, previous = _attempted(hostvars, host)
+            if command and previous:
+                attempted[host] = command_diff(previous, command)
     return _fleet.summary_rows(list(order), list(batches), results, failures, attempted,
                                _fleet.summary_heading(playbook, check_mode))
 

@@ -26,7 +26,8 @@ def fleet_status_rows(hosts, hostvars, now):
     """``hosts | inferops.sglang.fleet_status_rows(hostvars, now().timestamp())``: one status row per host.
 
     Reads each host's ``ansible_facts['inferops_sglang']`` (the facts role), ``inferops_sglang_known_good`` (the
-    known_good role) and ``inferops_sglang_cutover_status`` (the cutover role's entry point ``status``).
+    known_good role), ``inferops_sglang_cutover_status`` (the cutover role's entry point ``status``) and
+    ``service_server_args`` (the inventory's arguments, for the drift column).
     """
     data = {}
     for host in hosts:
@@ -35,6 +36,7 @@ def fleet_status_rows(hosts, hostvars, now):
             'facts': facts.get('inferops_sglang') or {},
             'known_good': host_var(hostvars, host, 'inferops_sglang_known_good', {}),
             'probe': host_var(hostvars, host, 'inferops_sglang_cutover_status', {}),
+            'inventory_args': host_var(hostvars, host, 'service_server_args', {}),
         }
     try:
         return _operations.status_rows(list(hosts), data, float(now))
