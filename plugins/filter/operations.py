@@ -11,6 +11,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+import json
+import os
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
@@ -44,6 +48,36 @@ def fleet_status_rows(hosts, hostvars, now):
         raise AnsibleFilterError('fleet_status_rows: %s' % exc)
 
 
+def _entry_manifest(result):
+    """A slurp result of a history entry's manifest.json -> the manifest (dict, {} when unreadable)."""
+    try:
+        manifest = json.loads(base64.b64decode(result.get('content') or '').decode('utf-8'))
+    except (TypeError, ValueError, AttributeError):
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def fleet_history_text(hosts, hostvars):
+    """``hosts | inferops.sglang.fleet_history_text(hostvars)``: the known-good history of each host that read it.
+
+    Reads each host's ``__status_history_read`` (the status playbook's ``history`` view: the slurp results of its
+    history entries' manifest.json, each with ``item.path``) and ``inferops_sglang_known_good`` (the current one); see
+    ``_operations.history_text``. Returns '' when no host read its history.
+    """
+    texts = []
+    for host in hosts:
+        read = host_var(hostvars, host, '__status_history_read')
+        if not isinstance(read, dict):
+            continue
+        entries = [{'name': os.path.basename(str((result.get('item') or {}).get('path', '')).rstrip('/')),
+                    'manifest': _entry_manifest(result)}
+                   for result in read.get('results') or [] if isinstance(result, dict)]
+        known_good = host_var(hostvars, host, 'inferops_sglang_known_good', {}) or {}
+        current = known_good.get('manifest') if known_good.get('exists') else {}
+        texts.append(_operations.history_text(host, current or {}, entries))
+    return '\n'.join(texts)
+
+
 def text_table_filter(rows, columns):
     """``rows | inferops.sglang.text_table([['host', 'host'], ...])``: aligned lines of a plain text table."""
     try:
@@ -60,4 +94,5 @@ class FilterModule(object):
             'known_good_entry': known_good_entry_filter,
             'fleet_status_rows': fleet_status_rows,
             'text_table': text_table_filter,
+            'fleet_history_text': fleet_history_text,
         }

@@ -250,6 +250,75 @@ def status_rows(hosts, data, now):
     return rows
 
 
+def _history_changes(older, newer):
+    """The flag and SGLang version changes from one kept configuration to the next (list of str)."""
+    diff = diff_args(redact_args(_flag_map(argv_to_args(older.get('command') or []))),
+                     redact_args(_flag_map(argv_to_args(newer.get('command') or []))))
+    diff['added'].pop('', None)
+    diff['removed'].pop('', None)
+    diff['changed'].pop('', None)
+    texts = ['%s %s -> %s' % (flag, _show(pair['old']), _show(pair['new'])) for flag, pair in sorted(diff['changed'].items())]
+    texts += ['added %s' % flag for flag in sorted(diff['added'])]
+    texts += ['removed %s' % flag for flag in sorted(diff['removed'])]
+    old_version = ((older.get('record') or {}).get('versions') or {}).get('sglang')
+    new_version = ((newer.get('record') or {}).get('versions') or {}).get('sglang')
+    if old_version and new_version and old_version != new_version:
+        texts.insert(0, 'SGLang %s -> %s' % (old_version, new_version))
+    return texts
+
+
+def history_rows(current, entries):
+    """The known-good configurations an operator can roll back to, newest first: one row each (list of dict).
+
+    :param current: the current known-good manifest (dict; {} or None when there is none).
+    :param entries: dicts ``name`` (the history entry's directory name) and ``manifest`` (its manifest.json, {} when
+        unreadable), any order; names written before issue 30 (by when they were replaced) are read the same way.
+    :returns: dicts ``entry`` (``current`` or the name: what ``inferops_sglang_rollback_to`` takes), ``saved`` (the
+        manifest's ``saved_at`` or ``-``), ``action`` (against the next older one: ``hand-started server``, ``first
+        kept``, ``upgrade``, ``change``, ``same configuration``; ``-`` when either manifest holds no command), ``sglang`` (the recorded version or ``-``),
+        ``arguments`` (``model tp x pp x dp``) and ``changes`` (the flag and version changes against the next older
+        one, ``; ``-joined, ``-`` when none).
+    """
+    kept = []
+    if current:
+        kept.append(('current', current))
+    kept += [(entry.get('name'), entry.get('manifest') or {})
+             for entry in sorted(entries or [], key=lambda entry: str(entry.get('name')), reverse=True)]
+    rows = []
+    for index, (name, manifest) in enumerate(kept):
+        older = kept[index + 1][1] if index + 1 < len(kept) else None
+        known = older is not None and bool(older.get('command')) and bool(manifest.get('command'))
+        changes = _history_changes(older, manifest) if known else []
+        if manifest.get('source') == 'hand-started':
+            action = 'hand-started server'
+        elif older is None:
+            action = 'first kept'
+        elif not known:
+            action = '-'
+        elif changes and changes[0].startswith('SGLang '):
+            action = 'upgrade'
+        else:
+            action = 'change' if changes else 'same configuration'
+        args = argv_to_args(manifest.get('command') or []) if manifest.get('command') else None
+        rows.append({'entry': name, 'saved': manifest.get('saved_at') or '-', 'action': action,
+                     'sglang': ((manifest.get('record') or {}).get('versions') or {}).get('sglang') or '-',
+                     'arguments': '%s %s' % (model_text(args), layout_text(args)) if args is not None else '-',
+                     'changes': '; '.join(changes) or '-'})
+    return rows
+
+
+HISTORY_COLUMNS = [['entry', 'entry'], ['saved', 'saved (UTC)'], ['action', 'action'], ['sglang', 'sglang'],
+                   ['arguments', 'model tp x pp x dp'], ['changes', 'changes against the one before']]
+
+
+def history_text(host, current, entries):
+    """``history_rows`` as the text the status playbook's ``history`` view prints for one host (str, lines)."""
+    rows = history_rows(current, entries)
+    lines = ['known-good configurations of %s (newest first; roll back with -e inferops_sglang_rollback_to=ENTRY):' % host]
+    lines += text_table(rows, HISTORY_COLUMNS) if rows else ['none kept']
+    return '\n'.join(lines) + '\n'
+
+
 def text_table(rows, columns):
     """Rows as a plain text table, one string per line: a header, a rule, then one line per row.
 

@@ -185,6 +185,7 @@ INPUTS = {
     'inferops_sglang_lock_wait': 'seconds to wait for a host lock (default 0)',
     'inferops_sglang_lock_timeout': 'seconds a host lock lasts (default 7200)',
     'inferops_sglang_rollback_to': 'the history entry the rollback playbook puts back',
+    'inferops_sglang_status_view': "the status playbook's view: table (default) or history",
 }
 
 # (role, option) -> the output that option takes whole.

@@ -226,6 +226,15 @@ def test_rollback_to_a_history_entry():
     assert flag(wanted["command"], "--mem-fraction-static") != flag(current["command"], "--mem-fraction-static")
     pid = main_pid(name)
     workers = router_workers()
+    # Issue 30: the status playbook's history view lists the entries to choose from, newest first, each with its
+    # action, version and arguments; it changes nothing.
+    rc, out = playbook("status", "--limit", name, "-e", "inferops_sglang_status_view=history")
+    assert rc == 0, out[-3000:]
+    lines = out.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("known-good configurations of %s " % name)))
+    listed = [line.split()[0] for line in lines[start + 3:start + 4 + len(entries)]]
+    assert listed == ["current"] + sorted(entries, reverse=True), lines[start:start + 10]
+    assert "8x1x1" in lines[start + 3] and all(c["changed"] == 0 for c in recap(out).values()), lines[start:start + 10]
     # --check --diff first: says what it would do, changes nothing (no restore, no restart, no router step).
     rc, out = playbook("rollback", "--limit", name, "-e", "inferops_sglang_rollback_to=%s" % entry, "--check", "--diff")
     assert rc == 0, out[-3000:]

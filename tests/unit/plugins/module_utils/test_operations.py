@@ -153,6 +153,42 @@ def test_status_row_full_reason_and_drift():
     assert row['model'] == 'q' and row['layout'] == '1x1x1'
 
 
+def _manifest(saved, mem, sglang=None, source='cutover'):
+    out = {'saved_at': saved, 'source': source,
+           'command': ['/p', '-m', 'sglang.launch_server', '--model-path', '/m', '--tp', '8', '--mem-fraction-static', mem]}
+    if sglang:
+        out['record'] = {'versions': {'sglang': sglang}}
+    return out
+
+
+def test_history_rows_newest_first_with_action_and_changes():
+    """Issue 30: an operator chooses a rollback target from a listing, not from manifest.json files."""
+    entries = [{'name': '20261201T000000000000Z', 'manifest': _manifest('2026-12-01T00:00:00Z', '0.88', source='hand-started')},
+               {'name': '20261202T000000000000Z', 'manifest': _manifest('2026-12-02T00:00:00Z', '0.88', '0.5.9')},
+               {'name': '20261202T120000000000Z', 'manifest': _manifest('2026-12-02T12:00:00Z', '0.88', '0.5.10')},
+               {'name': '20200101T000000000000Z', 'manifest': {}}]
+    rows = o.history_rows(_manifest('2026-12-03T00:00:00Z', '0.85', '0.5.10'), entries)
+    assert [(r['entry'], r['action'], r['sglang'], r['changes']) for r in rows] == [
+        ('current', 'change', '0.5.10', 'mem-fraction-static 0.88 -> 0.85'),
+        ('20261202T120000000000Z', 'upgrade', '0.5.10', 'SGLang 0.5.9 -> 0.5.10'),
+        ('20261202T000000000000Z', 'same configuration', '0.5.9', '-'),
+        ('20261201T000000000000Z', 'hand-started server', '-', '-'),
+        # an entry whose manifest could not be read: listed, nothing known of it
+        ('20200101T000000000000Z', 'first kept', '-', '-'),
+    ]
+    assert rows[0]['arguments'] == '/m 8x1x1' and rows[0]['saved'] == '2026-12-03T00:00:00Z'
+    assert rows[-1]['arguments'] == '-' and rows[-1]['saved'] == '-'
+
+
+def test_history_text():
+    text = o.history_text('w1', {}, [])
+    assert text == 'known-good configurations of w1 (newest first; roll back with -e inferops_sglang_rollback_to=ENTRY):\nnone kept\n'
+    text = o.history_text('w1', _manifest('2026-12-03T00:00:00Z', '0.85', '0.5.10'), [])
+    assert text.splitlines()[1].split() == ['entry', 'saved', '(UTC)', 'action', 'sglang', 'model', 'tp', 'x', 'pp', 'x', 'dp',
+                                            'changes', 'against', 'the', 'one', 'before']
+    assert text.splitlines()[3].split()[:3] == ['current', '2026-12-03T00:00:00Z', 'first']
+
+
 def test_text_table():
     lines = o.text_table([{'host': 'fleet-w1', 'health': 'healthy'}, {'host': 'w2', 'health': None}],
                          [['host', 'host'], ['health', 'health state']])
