@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _fleet
+from ansible_collections.inferops.sglang.plugins.module_utils import _fleet, _operations
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import fleet, urls
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import command_diff
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
@@ -44,24 +44,26 @@ def rollout_serial(fleet):
 
 
 def _attempted(hostvars, host):
-    """(the command this run meant to run, the one it would have replaced) of a host; either None when unknown.
+    """The argument change a host that failed meant to make (a diff_args dict), or None when unknown.
 
-    The new one: the service role's output, else its pre-flight plan's (a pre-flight failure stops before the
-    output); the old one: the known-good manifest's, else the running server's arguments (the facts).
+    The service role's output against the known-good manifest when the service role got that far; else (a pre-flight
+    failure) the inventory's ``service_server_args`` against the running server's arguments (the facts), over the
+    flags the inventory sets (``_operations.inventory_change``).
     """
     def mapping(value):
         return value if isinstance(value, dict) else {}
 
-    service = mapping(host_var(hostvars, host, 'inferops_sglang_service'))
-    command = service.get('command') or mapping(mapping(host_var(hostvars, host, '__service_plan')).get('output')).get('command')
-    manifest = mapping(mapping(host_var(hostvars, host, 'inferops_sglang_known_good')).get('manifest'))
-    previous = manifest.get('command')
-    if not previous:
-        servers = mapping(mapping(host_var(hostvars, host, 'ansible_facts')).get('inferops_sglang')).get('servers') or []
-        managed = [server for server in servers if isinstance(server, dict) and server.get('managed')]
-        running = (managed or [server for server in servers if isinstance(server, dict)] or [{}])[0]
-        previous = running.get('args')
-    return command or None, previous or None
+    command = mapping(host_var(hostvars, host, 'inferops_sglang_service')).get('command')
+    previous = mapping(mapping(host_var(hostvars, host, 'inferops_sglang_known_good')).get('manifest')).get('command')
+    if command and previous:
+        return command_diff(previous, command)
+    inventory = mapping(host_var(hostvars, host, 'service_server_args'))
+    servers = mapping(mapping(host_var(hostvars, host, 'ansible_facts')).get('inferops_sglang')).get('servers') or []
+    servers = [server for server in servers if isinstance(server, dict)]
+    running = ([server for server in servers if server.get('managed')] or servers or [{}])[0].get('args')
+    if inventory and running:
+        return _operations.inventory_change(running, inventory)
+    return None
 
 
 def fleet_summary_rows(order, batches, hostvars, playbook='', check_mode=False):
@@ -69,8 +71,7 @@ def fleet_summary_rows(order, batches, hostvars, playbook='', check_mode=False):
 
     Reads each host's ``inferops_sglang_cutover`` (the cutover role's declared output) and
     ``inferops_sglang_failure`` (``{msg, task}``, set by the rollout play of ``playbooks/site.yml`` when a host
-    failed); for a host that failed before its cutover, the argument change it attempted (its
-    command, or the service pre-flight's plan of it, against its known-good manifest's or the running server's); see
+    failed); for a host that failed before its cutover, the argument change it attempted (``_attempted``); see
     module_utils ``_fleet.summary_rows``.
     """
     results = {}
@@ -83,9 +84,9 @@ def fleet_summary_rows(order, batches, hostvars, playbook='', check_mode=False):
         failure = host_var(hostvars, host, 'inferops_sglang_failure')
         if failure:
             failures[host] = failure
-            command, previous = _attempted(hostvars, host)
-            if command and previous:
-                attempted[host] = command_diff(previous, command)
+            change = _attempted(hostvars, host)
+            if change:
+                attempted[host] = change
     return _fleet.summary_rows(list(order), list(batches), results, failures, attempted,
                                _fleet.summary_heading(playbook, check_mode))
 

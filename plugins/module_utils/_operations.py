@@ -151,6 +151,24 @@ def model_text(args):
     return '-' if args is None else _first(_flag_map(args), MODEL_FLAGS, '-')
 
 
+def inventory_change(running, inventory):
+    """What the inventory would change on a running server: ``diff_args`` of the running server's flags and the
+    inventory's, over the flags the inventory sets (``removed`` is always {}: the service adds flags of its own -
+    host, port, config - that the inventory does not set). A flag the inventory sets to false or null is absent.
+
+    :param running: argv words (the facts' ``servers[].args`` or a known-good manifest's ``command``) or a mapping.
+    :param inventory: the host's ``service_server_args`` (mapping).
+    :returns: dict ``added``, ``removed``, ``changed``, ``unchanged_count`` (secret values masked).
+    """
+    have = redact_args(_flag_map(running))
+    have.pop('', None)
+    want = redact_args(dict((str(k).replace('_', '-'), v) for k, v in (inventory or {}).items()
+                            if v is not False and v is not None))
+    diff = diff_args(have, want)
+    diff['removed'] = {}
+    return diff
+
+
 def drift_text(running, inventory):
     """How the inventory's server arguments differ from the running server's (str).
 
@@ -163,12 +181,9 @@ def drift_text(running, inventory):
     """
     if running is None or not inventory or not hasattr(inventory, 'items'):
         return '-'
-    have = redact_args(_flag_map(running))
-    want = redact_args(dict((str(k).replace('_', '-'), v) for k, v in inventory.items()))
-    diff = diff_args(have, want)
+    diff = inventory_change(running, inventory)
     texts = ['%s %s -> %s' % (flag, _show(pair['old']), _show(pair['new'])) for flag, pair in sorted(diff['changed'].items())]
-    texts += ['%s (not set) -> %s' % (flag, _show(value)) for flag, value in sorted(diff['added'].items())
-              if value is not False and value is not None]
+    texts += ['%s (not set) -> %s' % (flag, _show(value)) for flag, value in sorted(diff['added'].items())]
     return 'inventory differs: %s' % ', '.join(texts) if texts else 'in line with the inventory'
 
 

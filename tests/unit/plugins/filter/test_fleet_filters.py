@@ -20,11 +20,11 @@ from ansible_collections.inferops.sglang.plugins.filter.fleet import FilterModul
 filters = FilterModule().filters()
 COMMAND = ['/v/bin/python3', '-m', 'sglang.launch_server', '--tp', '8', '--mem-fraction-static', '0.85']
 out = {}
-# Failed in the pre-flight: no cutover output, no service output; the service pre-flight's plan against the running
-# server's arguments (the facts).
+# Failed in the pre-flight: no cutover output, no service output; the inventory's arguments against the running
+# server's (the facts).
 hostvars = {'w1': {
     'inferops_sglang_failure': {'msg': 'pre-flight failed', 'task': 'Pre-flight'},
-    '__service_plan': {'output': {'command': COMMAND[:-1] + ['0.81']}},
+    'service_server_args': {'tp': 8, 'mem-fraction-static': 0.81, 'log-requests': False},
     'ansible_facts': {'inferops_sglang': {'servers': [{'managed': True, 'args': ['--tp', '8', '--mem-fraction-static', '0.85']}]}},
 }}
 out['preflight'] = filters['fleet_summary_rows'](['w1'], [['w1']], hostvars, 'inferops.sglang.site')
