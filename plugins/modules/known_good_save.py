@@ -19,7 +19,7 @@ description:
     for example C(20261201T073002000000Z); entries written before were named by when they were replaced, and are read
     the same way), modes kept.
   - The same configuration saved again (the same files, a manifest that differs only in C(saved_at),
-    C(time_to_healthy), C(perf), C(record) or C(schema): a stopped unit started again) rewrites the manifest and
+    C(time_to_healthy), C(perf), C(record) or C(schema), as when a stopped unit is started again) rewrites the manifest and
     pushes no history entry, so an identical configuration is never in the history twice.
   - Deletes the history entries (directories directly under O(history_dir), hidden ones excepted) beyond the newest
     O(history), newest by name.
