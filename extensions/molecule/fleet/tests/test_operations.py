@@ -50,7 +50,7 @@ def status_table(out):
     assert len(starts) == 1, out[-3000:]
     lines = out.splitlines()[starts[0]:]
     end = next(i for i, line in enumerate(lines) if not line.strip() or line.startswith(("ok:", "changed:", "skipping:")))
-    assert '"msg": [' not in out, "the table is printed inside a JSON list"
+    assert '"fleet sglang_servers: ' not in out, "the table is printed inside a JSON list"
     return lines[:end]
 
 
