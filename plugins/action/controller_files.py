@@ -12,6 +12,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
+from ansible.utils.display import Display
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _controller_files
 
@@ -23,6 +24,7 @@ ARGUMENT_SPEC = dict(
         template=dict(type='str'),
     ), mutually_exclusive=[('content', 'template')], required_one_of=[('content', 'template')]),
     mode=dict(type='raw', default='0644'),
+    show=dict(type='str', default=''),
 )
 
 
@@ -61,6 +63,11 @@ class ActionModule(ActionBase):
         except (ValueError, OSError) as exc:
             raise AnsibleActionFail('Could not write the files into %s on the controller: %s (give a directory the '
                                     'controller user may create and write)' % (args['dir'], exc))
+        if args['show']:
+            if args['show'] not in files:
+                raise AnsibleActionFail('show: %s is not one of the files' % args['show'])
+            # A person's table: printed as its lines, not as a JSON string in the task result.
+            Display().display(files[args['show']].rstrip('\n'))
         result.update(changed=written['changed'], dir=args['dir'], paths=written['paths'],
                       changed_paths=written['changed_paths'])
         return result

@@ -14,8 +14,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _fleet
+from ansible_collections.inferops.sglang.plugins.module_utils import _fleet, _operations
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import fleet, urls
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import command_diff
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 
@@ -42,15 +43,40 @@ def rollout_serial(fleet):
         raise AnsibleFilterError('rollout_serial: %s' % exc)
 
 
-def fleet_summary_rows(order, batches, hostvars):
+def _attempted(hostvars, host):
+    """The argument change a host that failed meant to make (a diff_args dict), or None when unknown.
+
+    The service role's output against the known-good manifest when the service role got that far; else (a pre-flight
+    failure) the inventory's ``service_server_args`` against the running server's arguments (the facts), over the
+    flags the inventory sets (``_operations.inventory_change``).
+    """
+    def mapping(value):
+        return value if isinstance(value, dict) else {}
+
+    command = mapping(host_var(hostvars, host, 'inferops_sglang_service')).get('command')
+    previous = mapping(mapping(host_var(hostvars, host, 'inferops_sglang_known_good')).get('manifest')).get('command')
+    if command and previous:
+        return command_diff(previous, command)
+    inventory = mapping(host_var(hostvars, host, 'service_server_args'))
+    servers = mapping(mapping(host_var(hostvars, host, 'ansible_facts')).get('inferops_sglang')).get('servers') or []
+    servers = [server for server in servers if isinstance(server, dict)]
+    running = ([server for server in servers if server.get('managed')] or servers or [{}])[0].get('args')
+    if inventory and running:
+        return _operations.inventory_change(running, inventory)
+    return None
+
+
+def fleet_summary_rows(order, batches, hostvars, playbook='', check_mode=False):
     """``plan.order | inferops.sglang.fleet_summary_rows(plan.batches, hostvars)``: one row per planned host.
 
     Reads each host's ``inferops_sglang_cutover`` (the cutover role's declared output) and
     ``inferops_sglang_failure`` (``{msg, task}``, set by the rollout play of ``playbooks/site.yml`` when a host
-    failed); see module_utils ``_fleet.summary_rows``.
+    failed); for a host that failed before its cutover, the argument change it attempted (``_attempted``); see
+    module_utils ``_fleet.summary_rows``.
     """
     results = {}
     failures = {}
+    attempted = {}
     for host in order:
         summary = host_var(hostvars, host, 'inferops_sglang_cutover')
         if summary:
@@ -58,7 +84,16 @@ def fleet_summary_rows(order, batches, hostvars):
         failure = host_var(hostvars, host, 'inferops_sglang_failure')
         if failure:
             failures[host] = failure
-    return _fleet.summary_rows(list(order), list(batches), results, failures)
+            change = _attempted(hostvars, host)
+            if change:
+                attempted[host] = change
+    return _fleet.summary_rows(list(order), list(batches), results, failures, attempted,
+                               _fleet.summary_heading(playbook, check_mode))
+
+
+def fleet_summary_heading(playbook, check_mode=False):
+    """``lock_owner.playbook | inferops.sglang.fleet_summary_heading(ansible_check_mode)``: ``_fleet.summary_heading``."""
+    return _fleet.summary_heading(playbook, check_mode)
 
 
 class FilterModule(object):
@@ -72,4 +107,5 @@ class FilterModule(object):
             'worker_urls': as_filter(urls.worker_urls, 'worker_urls'),
             'worker_config_paths': as_filter(urls.worker_config_paths, 'worker_config_paths'),
             'fleet_summary_rows': fleet_summary_rows,
+            'fleet_summary_heading': fleet_summary_heading,
         }

@@ -11,6 +11,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+import json
+import os
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
@@ -26,7 +30,8 @@ def fleet_status_rows(hosts, hostvars, now):
     """``hosts | inferops.sglang.fleet_status_rows(hostvars, now().timestamp())``: one status row per host.
 
     Reads each host's ``ansible_facts['inferops_sglang']`` (the facts role), ``inferops_sglang_known_good`` (the
-    known_good role) and ``inferops_sglang_cutover_status`` (the cutover role's entry point ``status``).
+    known_good role), ``inferops_sglang_cutover_status`` (the cutover role's entry point ``status``) and
+    ``service_server_args`` (the inventory's arguments, for the drift column).
     """
     data = {}
     for host in hosts:
@@ -35,11 +40,42 @@ def fleet_status_rows(hosts, hostvars, now):
             'facts': facts.get('inferops_sglang') or {},
             'known_good': host_var(hostvars, host, 'inferops_sglang_known_good', {}),
             'probe': host_var(hostvars, host, 'inferops_sglang_cutover_status', {}),
+            'inventory_args': host_var(hostvars, host, 'service_server_args', {}),
         }
     try:
         return _operations.status_rows(list(hosts), data, float(now))
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError('fleet_status_rows: %s' % exc)
+
+
+def _entry_manifest(result):
+    """A slurp result of a history entry's manifest.json -> the manifest (dict, {} when unreadable)."""
+    try:
+        manifest = json.loads(base64.b64decode(result.get('content') or '').decode('utf-8'))
+    except (TypeError, ValueError, AttributeError):
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def fleet_history_text(hosts, hostvars):
+    """``hosts | inferops.sglang.fleet_history_text(hostvars)``: the known-good history of each host that read it.
+
+    Reads each host's ``__status_history_read`` (the status playbook's ``history`` view: the slurp results of its
+    history entries' manifest.json, each with ``item.path``) and ``inferops_sglang_known_good`` (the current one); see
+    ``_operations.history_text``. Returns '' when no host read its history.
+    """
+    texts = []
+    for host in hosts:
+        read = host_var(hostvars, host, '__status_history_read')
+        if not isinstance(read, dict):
+            continue
+        entries = [{'name': os.path.basename(str((result.get('item') or {}).get('path', '')).rstrip('/')),
+                    'manifest': _entry_manifest(result)}
+                   for result in read.get('results') or [] if isinstance(result, dict)]
+        known_good = host_var(hostvars, host, 'inferops_sglang_known_good', {}) or {}
+        current = known_good.get('manifest') if known_good.get('exists') else {}
+        texts.append(_operations.history_text(host, current or {}, entries))
+    return '\n'.join(texts)
 
 
 def text_table_filter(rows, columns):
@@ -58,4 +94,5 @@ class FilterModule(object):
             'known_good_entry': known_good_entry_filter,
             'fleet_status_rows': fleet_status_rows,
             'text_table': text_table_filter,
+            'fleet_history_text': fleet_history_text,
         }

@@ -129,7 +129,64 @@ def serial(fleet):
 ROLLOUT_GOES_ON = ('deployed', 'unchanged', 'not started', 'would_adopt', 'would_start', 'would_restart')
 
 
-def summary_rows(order, batches, results, failures):
+# What each operator playbook is called in the fleet summary's title, and the word of its healthy result.
+SUMMARY_KINDS = {
+    'inferops.sglang.site': ('rollout', 'deployed'),
+    'inferops.sglang.restart': ('restart', 'restarted'),
+    'inferops.sglang.rollback': ('rollback', 'rolled back'),
+}
+
+
+def summary_heading(playbook, check_mode=False):
+    """The fleet summary's kind of run and its title.
+
+    :param playbook: the run's playbook as the lock owner names it (``inferops.sglang.site``, ``.restart``,
+        ``.rollback``); another or none reads as a rollout.
+    :param check_mode: bool, the run is ``--check``: the kind is ``check`` (nothing was changed).
+    :returns: dict ``kind`` (``rollout``, ``restart``, ``rollback`` or ``check``), ``title`` (``SGLang fleet restart``;
+        ``SGLang fleet check (rollout, nothing changed)`` in check mode) and ``done`` (the healthy result's word:
+        ``deployed``, ``restarted``, ``rolled back``; ``would change`` in check mode).
+    """
+    kind, done = SUMMARY_KINDS.get(str(playbook or ''), SUMMARY_KINDS['inferops.sglang.site'])
+    if check_mode:
+        return {'kind': 'check', 'title': 'SGLang fleet check (%s, nothing changed)' % kind, 'done': 'would change'}
+    return {'kind': kind, 'title': 'SGLang fleet %s' % kind, 'done': done}
+
+
+def _value_text(value):
+    """A flag's value in the summary: nothing for a bare flag, a list joined with spaces."""
+    if value is True:
+        return ''
+    if isinstance(value, (list, tuple)):
+        return ' ' + ' '.join(str(item) for item in value)
+    return ' %s' % value
+
+
+def change_texts(args_diff):
+    """The argument changes of one host, one text each (list of str, plain: no Markdown, no HTML).
+
+    ``--mem-fraction-static 0.88 -> 0.85``, ``added --enable-metrics``, ``removed --chunked-prefill-size 4096``.
+    """
+    diff = args_diff if isinstance(args_diff, dict) else {}
+    texts = ['--%s %s -> %s' % (flag, pair.get('old'), pair.get('new'))
+             for flag, pair in sorted((diff.get('changed') or {}).items())]
+    texts += ['added --%s%s' % (flag, _value_text(value)) for flag, value in sorted((diff.get('added') or {}).items())]
+    texts += ['removed --%s%s' % (flag, _value_text(value)) for flag, value in sorted((diff.get('removed') or {}).items())]
+    return texts
+
+
+def _shown(row, heading):
+    """The result a person reads: the run's own word for a healthy result, the rollback's entry, spaces for '_'."""
+    result = row.get('result') or ''
+    if result == 'deployed':
+        done = heading['done']
+        if row.get('rollback_to'):
+            done += ' to entry %s' % row['rollback_to']
+        return done
+    return result.replace('_', ' ')
+
+
+def summary_rows(order, batches, results, failures, attempted=None, heading=None):
     """One row per planned host for the fleet summary.
 
     :param order: hosts in rollout order.
@@ -140,7 +197,12 @@ def summary_rows(order, batches, results, failures):
         this host, see ``ROLLOUT_GOES_ON``; in check mode ``result`` is ``would_adopt``, ``would_start`` or
         ``would_restart`` for a host a real run would change), ``sglang_version`` (the SGLang version of the cutover's
         ``versions`` against its ``previous_versions``: ``0.5.9 -> 0.5.10``, the version alone when unchanged or not
-        recorded before, ``-`` when unknown; ``_versions.column_text``), ``dark_window_text`` (:func:`dark_window_text`) and the cutover's fields.
+        recorded before, ``-`` when unknown; ``_versions.column_text``), ``dark_window_text`` (:func:`dark_window_text`), ``shown`` (the result in the run's words:
+        ``restarted``, ``rolled back to entry NAME``, ``rolled back``...), ``changes`` (``change_texts`` of the cutover's
+        argument changes, or for a host that failed before its cutover the change it attempted) and the cutover's
+        fields.
+    :param attempted: dict host -> the argument diff a host that failed before its cutover was about to apply.
+    :param heading: ``summary_heading`` of the run (None: a rollout).
         A host with neither a result nor a failure is ``not started`` when no host of its batch or a later
         batch has a result or failure, else ``failed`` (it left the play without a recorded cause).
     """
@@ -172,6 +234,11 @@ def summary_rows(order, batches, results, failures):
                                                       (result.get('versions') or {}).get('sglang'),
                                                       rolled_back=row.get('result') == 'rolled_back')
         row['dark_window_text'] = dark_window_text(result.get('dark_window'))
+        diff = row.get('args_diff')
+        if failure and not (diff or {}).get('changed') and not (diff or {}).get('added') and not (diff or {}).get('removed'):
+            diff = (attempted or {}).get(host) or diff
+        row['changes'] = change_texts(diff)
+        row['shown'] = _shown(row, heading or summary_heading(None))
         rows.append(row)
     return rows
 

@@ -11,6 +11,7 @@ live file the manifest lists under ``files`` (absolute paths), kept under the fi
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import calendar
 import json
 import os
 import shutil
@@ -78,6 +79,45 @@ def history_entry_name(epoch):
     """The name of a history entry for EPOCH (seconds, float): its UTC time, e.g. 20261201T073002123456Z (str)."""
     seconds = int(epoch)
     return time.strftime('%Y%m%dT%H%M%S', time.gmtime(seconds)) + '%06dZ' % int(round((epoch - seconds) * 1e6) % 1000000)
+
+
+# Manifest fields that describe one save of a configuration, not the configuration: a save that changes only these
+# (a stopped unit started again, the same configuration gated again) rewrites the manifest but pushes no history entry.
+SAVE_FIELDS = ('saved_at', 'time_to_healthy', 'perf', 'record', 'schema')
+
+
+def same_configuration(old, new):
+    """Whether two manifests (dicts) describe the same configuration: equal but for ``SAVE_FIELDS``, the ``command``
+    compared as the manifest keeps it (secrets masked). None or {} for OLD is never the same."""
+    if not isinstance(old, dict) or not old or not isinstance(new, dict):
+        return False
+
+    def configuration(manifest):
+        kept = json.loads(known_good_manifest_text(manifest))
+        return dict((key, value) for key, value in kept.items() if key not in SAVE_FIELDS)
+
+    return configuration(old) == configuration(new)
+
+
+def saved_entry_name(saved_at, fallback_epoch, taken=()):
+    """The history name of a configuration being replaced: when it was SAVED (its manifest's ``saved_at``, UTC ISO 8601
+    as ``2026-12-01T07:30:02Z``), in the names' format (``20261201T073002000000Z``, ``history_entry_name``).
+
+    :param saved_at: the old manifest's ``saved_at`` (str); None or unreadable: FALLBACK_EPOCH (the replacement time,
+        as entries were named before).
+    :param taken: names already in the history: a clash moves the name on by one microsecond (names stay in order).
+    :returns: str.
+    """
+    try:
+        epoch = float(calendar.timegm(time.strptime(str(saved_at), '%Y-%m-%dT%H:%M:%SZ')))
+    except (TypeError, ValueError):
+        epoch = float(fallback_epoch)
+    name = history_entry_name(epoch)
+    step = 0
+    while name in taken:
+        step += 1
+        name = history_entry_name(epoch + step / 1e6)
+    return name
 
 
 def store_swap_paths(store_dir):

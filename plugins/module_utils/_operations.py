@@ -16,7 +16,8 @@ import hashlib
 import json
 import time
 
-from ansible_collections.inferops.sglang.plugins.module_utils._server_args import argv_to_args
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_args
+from ansible_collections.inferops.sglang.plugins.module_utils._server_args import argv_to_args, diff_args
 from ansible_collections.inferops.sglang.plugins.module_utils import _versions
 
 CURRENT = 'current'
@@ -113,7 +114,87 @@ def _health_text(health):
     if health.get('state') == 'ready':
         return 'healthy'
     reason = ' '.join(str(health.get('reason') or health.get('msg') or 'no answer').split())
-    return 'unhealthy (%s)' % (reason if len(reason) <= 60 else reason[:57] + '...')
+    return 'unhealthy (%s)' % reason
+
+
+# SGLang 0.5.23 python/sglang/srt/server_args.py: --tp-size (alias --tensor-parallel-size), --pp-size
+# (--pipeline-parallel-size), --dp-size (--data-parallel-size), each 1 when not given; --model-path (alias --model);
+# argparse also takes an unambiguous prefix (--tp).
+LAYOUT_FLAGS = (('tp-size', 'tensor-parallel-size', 'tp'), ('pp-size', 'pipeline-parallel-size', 'pp'),
+                ('dp-size', 'data-parallel-size', 'dp'))
+MODEL_FLAGS = ('model-path', 'model')
+
+
+def _flag_map(args):
+    """Argv words or a mapping as a mapping with ``-`` for ``_`` in the flags."""
+    mapping = argv_to_args(args) if isinstance(args, (list, tuple)) else dict(args or {})
+    return dict((str(k).replace('_', '-'), v) for k, v in mapping.items())
+
+
+def _first(flags, names, missing):
+    for name in names:
+        if flags.get(name) not in (None, True, ''):
+            return str(flags[name])
+    return missing
+
+
+def layout_text(args):
+    """``tp x pp x dp`` of server arguments, e.g. ``8x1x1`` (each 1 when not given); ``-`` for None."""
+    if args is None:
+        return '-'
+    flags = _flag_map(args)
+    return 'x'.join(_first(flags, names, '1') for names in LAYOUT_FLAGS)
+
+
+def model_text(args):
+    """The model of server arguments (``--model-path``), ``-`` when none is known."""
+    return '-' if args is None else _first(_flag_map(args), MODEL_FLAGS, '-')
+
+
+def inventory_change(running, inventory):
+    """What the inventory would change on a running server: ``diff_args`` of the running server's flags and the
+    inventory's, over the flags the inventory sets (``removed`` is always {}: the service adds flags of its own -
+    host, port, config - that the inventory does not set). A flag the inventory sets to false or null is absent.
+
+    :param running: argv words (the facts' ``servers[].args`` or a known-good manifest's ``command``) or a mapping.
+    :param inventory: the host's ``service_server_args`` (mapping).
+    :returns: dict ``added``, ``removed``, ``changed``, ``unchanged_count`` (secret values masked).
+    """
+    have = redact_args(_flag_map(running))
+    have.pop('', None)
+    want = redact_args(dict((str(k).replace('_', '-'), v) for k, v in (inventory or {}).items()
+                            if v is not False and v is not None))
+    diff = diff_args(have, want)
+    diff['removed'] = {}
+    return diff
+
+
+def drift_text(running, inventory):
+    """How the inventory's server arguments differ from the running server's (str).
+
+    :param running: the running server's argv words (the facts' ``servers[].args``) or mapping; None: none runs.
+    :param inventory: the host's ``service_server_args`` (mapping flag -> value; None or {}: the inventory sets none).
+    :returns: ``in line with the inventory``; ``inventory differs: mem-fraction-static 0.85 -> 0.88`` (the running
+        value, then the inventory's; ``(not set)`` for a flag the running server lacks; several joined by ``, ``;
+        secret values masked); ``-`` when no server runs or the inventory sets no argument. Only the flags the
+        inventory sets are compared (the service adds its own: host, port, config).
+    """
+    if running is None or not inventory or not hasattr(inventory, 'items'):
+        return '-'
+    diff = inventory_change(running, inventory)
+    texts = ['%s %s -> %s' % (flag, _show(pair['old']), _show(pair['new'])) for flag, pair in sorted(diff['changed'].items())]
+    texts += ['%s (not set) -> %s' % (flag, _show(value)) for flag, value in sorted(diff['added'].items())]
+    return 'inventory differs: %s' % ', '.join(texts) if texts else 'in line with the inventory'
+
+
+def _show(value):
+    if value is True:
+        return 'on'
+    if value is False:
+        return 'off'
+    if isinstance(value, (list, tuple)):
+        return ' '.join(str(item) for item in value)
+    return str(value)
 
 
 def _router_text(router):
@@ -129,7 +210,7 @@ def _router_text(router):
     return 'in, healthy' if router.get('healthy') else 'in, not healthy'
 
 
-def status_row(host, facts, known_good, probe, now):
+def status_row(host, facts, known_good, probe, now, inventory_args=None):
     """One row of the status table.
 
     :param host: inventory name.
@@ -138,7 +219,9 @@ def status_row(host, facts, known_good, probe, now):
     :param probe: the cutover role's ``inferops_sglang_cutover_status`` (``port``, ``health`` - a server_health
         result, ``router`` - a router_worker result in check mode plus ``routed`` and ``why``).
     :param now: epoch seconds (the known-good age is counted to it).
-    :returns: dict ``host``, ``sglang`` (the running server's SGLang version, ``_versions.running_sglang_version``:
+    :param inventory_args: the host's ``service_server_args`` (None when the inventory sets none).
+    :returns: dict ``host``, ``model`` and ``layout`` (``tp x pp x dp``, see ``model_text``, ``layout_text``),
+        ``drift`` (``drift_text``), ``sglang`` (the running server's SGLang version, ``_versions.running_sglang_version``:
         the probed interpreter's, else the one the known-good manifest recorded for the running interpreter, else
         ``-``), ``args_digest`` (of the running server's
         arguments, see ``args_digest``; ``-`` when none runs), ``pid`` (its main pid or None), ``health``,
@@ -149,8 +232,12 @@ def status_row(host, facts, known_good, probe, now):
     manifest = (known_good or {}).get('manifest') or {}
     server = _running_server(facts, probe.get('port'))
     saved = _epoch(manifest.get('saved_at'))
+    running = server.get('args') if server else None
     return {
         'host': host,
+        'model': model_text(running),
+        'layout': layout_text(running),
+        'drift': drift_text(running, inventory_args),
         'sglang': _versions.running_sglang_version(facts, server.get('executable') if server else None,
                                                    (manifest.get('record') or {}).get('versions')) or '-',
         'args_digest': args_digest(server.get('args')) if server else '-',
@@ -166,15 +253,85 @@ def status_rows(hosts, data, now):
     """One row per host (``status_row``), in the order given.
 
     :param hosts: inventory names.
-    :param data: dict host -> dict with ``facts``, ``known_good`` and ``probe`` (see ``status_row``).
+    :param data: dict host -> dict with ``facts``, ``known_good``, ``probe`` and ``inventory_args`` (see ``status_row``).
     :param now: epoch seconds.
     """
     data = data or {}
     rows = []
     for host in hosts:
         item = data.get(host) or {}
-        rows.append(status_row(host, item.get('facts'), item.get('known_good'), item.get('probe'), now))
+        rows.append(status_row(host, item.get('facts'), item.get('known_good'), item.get('probe'), now,
+                               item.get('inventory_args')))
     return rows
+
+
+def _history_changes(older, newer):
+    """The flag and SGLang version changes from one kept configuration to the next (list of str)."""
+    diff = diff_args(redact_args(_flag_map(argv_to_args(older.get('command') or []))),
+                     redact_args(_flag_map(argv_to_args(newer.get('command') or []))))
+    diff['added'].pop('', None)
+    diff['removed'].pop('', None)
+    diff['changed'].pop('', None)
+    texts = ['%s %s -> %s' % (flag, _show(pair['old']), _show(pair['new'])) for flag, pair in sorted(diff['changed'].items())]
+    texts += ['added %s' % flag for flag in sorted(diff['added'])]
+    texts += ['removed %s' % flag for flag in sorted(diff['removed'])]
+    old_version = ((older.get('record') or {}).get('versions') or {}).get('sglang')
+    new_version = ((newer.get('record') or {}).get('versions') or {}).get('sglang')
+    if old_version and new_version and old_version != new_version:
+        texts.insert(0, 'SGLang %s -> %s' % (old_version, new_version))
+    return texts
+
+
+def history_rows(current, entries):
+    """The known-good configurations an operator can roll back to, newest first: one row each (list of dict).
+
+    :param current: the current known-good manifest (dict; {} or None when there is none).
+    :param entries: dicts ``name`` (the history entry's directory name) and ``manifest`` (its manifest.json, {} when
+        unreadable), any order; names written before issue 30 (by when they were replaced) are read the same way.
+    :returns: dicts ``entry`` (``current`` or the name: what ``inferops_sglang_rollback_to`` takes), ``saved`` (the
+        manifest's ``saved_at`` or ``-``), ``action`` (against the next older one: ``hand-started server``, ``first
+        kept``, ``upgrade``, ``change``, ``same configuration``; ``-`` when either manifest holds no command), ``sglang`` (the recorded version or ``-``),
+        ``arguments`` (``model tp x pp x dp``) and ``changes`` (the flag and version changes against the next older
+        one, ``; ``-joined, ``-`` when none).
+    """
+    kept = []
+    if current:
+        kept.append(('current', current))
+    kept += [(entry.get('name'), entry.get('manifest') or {})
+             for entry in sorted(entries or [], key=lambda entry: str(entry.get('name')), reverse=True)]
+    rows = []
+    for index, (name, manifest) in enumerate(kept):
+        older = kept[index + 1][1] if index + 1 < len(kept) else None
+        known = older is not None and bool(older.get('command')) and bool(manifest.get('command'))
+        changes = _history_changes(older, manifest) if known else []
+        if manifest.get('source') == 'hand-started':
+            action = 'hand-started server'
+        elif older is None:
+            action = 'first kept'
+        elif not known:
+            action = '-'
+        elif changes and changes[0].startswith('SGLang '):
+            action = 'upgrade'
+        else:
+            action = 'change' if changes else 'same configuration'
+        args = argv_to_args(manifest.get('command') or []) if manifest.get('command') else None
+        rows.append({'entry': name, 'saved': manifest.get('saved_at') or '-', 'action': action,
+                     'sglang': ((manifest.get('record') or {}).get('versions') or {}).get('sglang') or '-',
+                     'arguments': '%s %s' % (model_text(args), layout_text(args)) if args is not None else '-',
+                     'changes': '; '.join(changes) or '-'})
+    return rows
+
+
+HISTORY_COLUMNS = [['entry', 'entry'], ['saved', 'saved (UTC)'], ['action', 'action'], ['sglang', 'sglang'],
+                   ['arguments', 'model tp x pp x dp'], ['changes', 'changes against the one before']]
+
+
+def history_text(host, current, entries):
+    """``history_rows`` as the text the status playbook's ``history`` view prints for one host (str, lines)."""
+    rows = history_rows(current, entries)
+    lines = ['known-good configurations of %s (newest first; roll back with -e inferops_sglang_rollback_to=ENTRY):' % host]
+    lines += text_table(rows, HISTORY_COLUMNS) if rows else ['none kept']
+    return '\n'.join(lines) + '\n'
 
 
 def text_table(rows, columns):

@@ -54,6 +54,13 @@ options:
       - Permission bits of the files written, in octal, for example C(0644).
     type: raw
     default: '0644'
+  show:
+    description:
+      - The name of one of O(files) whose text is printed on the controller's terminal as it is (plain lines, not a
+        JSON value), for example a table a person reads; also in check mode, where nothing is written.
+      - Empty prints nothing.
+    type: str
+    default: ''
 attributes:
   action:
     support: full

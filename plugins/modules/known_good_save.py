@@ -14,8 +14,13 @@ short_description: Keep a service configuration as the known-good one, the previ
 version_added: 0.1.0
 description:
   - Creates O(dir) and O(history_dir) (mode C(0700)) when they are missing.
-  - When O(dir) holds a C(manifest.json), copies everything in O(dir) into a new history entry,
-    O(history_dir)/C(<UTC timestamp>) (for example C(20261201T073002123456Z)), modes kept.
+  - When O(dir) holds a C(manifest.json) of another configuration, copies everything in O(dir) into a new history
+    entry, O(history_dir)/C(<UTC timestamp>), named by when that configuration was saved (its manifest's C(saved_at),
+    for example C(20261201T073002000000Z); entries written before were named by when they were replaced, and are read
+    the same way), modes kept.
+  - The same configuration saved again (the same files, a manifest that differs only in C(saved_at),
+    C(time_to_healthy), C(perf), C(record) or C(schema), as when a stopped unit is started again) rewrites the manifest and
+    pushes no history entry, so an identical configuration is never in the history twice.
   - Deletes the history entries (directories directly under O(history_dir), hidden ones excepted) beyond the newest
     O(history), newest by name.
   - Copies each of O(files) into O(dir) under its base name (mode C(0600); owned by root when the module runs as
@@ -124,6 +129,7 @@ copied:
   sample: [/var/lib/inferops-sglang/known-good/sglang.env, /var/lib/inferops-sglang/known-good/manifest.json]
 '''
 
+import json
 import os
 import shutil
 import stat
@@ -165,6 +171,16 @@ def _write(path, data, mode):
 def _remove(path):
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _read_manifest(store):
+    """The store's manifest (dict), {} when it cannot be read or parsed (then it goes to history as before)."""
+    try:
+        with open(os.path.join(store, _known_good.MANIFEST), 'rb') as handle:
+            manifest = json.loads(handle.read().decode('utf-8'))
+    except (IOError, OSError, ValueError):
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
 
 
 def main():
@@ -222,8 +238,13 @@ def main():
         wanted = sources + [(os.path.join(store, _known_good.MANIFEST), manifest)]
         copied = [dest for dest, data in wanted if _needs_write(dest, data, 0o600)]
         has_manifest = os.path.isfile(os.path.join(store, _known_good.MANIFEST))
-        if has_manifest and copied:
-            entry = os.path.join(history_dir, _known_good.history_entry_name(time.time()))
+        previous = _read_manifest(store) if has_manifest else {}
+        # The configuration being replaced goes to history, named by when it was saved; the same configuration saved
+        # again (only the manifest's save fields differ: a stopped unit started again) pushes no entry.
+        files_differ = [dest for dest in copied if os.path.basename(dest) != _known_good.MANIFEST]
+        if has_manifest and copied and (files_differ or not _known_good.same_configuration(previous, params['manifest'])):
+            taken = os.listdir(history_dir) if os.path.isdir(history_dir) else []
+            entry = os.path.join(history_dir, _known_good.saved_entry_name(previous.get('saved_at'), time.time(), taken))
         if copied and not check:
             # the new store in full beside the old one, then the old one into history, then the swap
             _remove(new_dir)

@@ -31,8 +31,9 @@ __metaclass__ = type
 import re
 
 from ansible_collections.inferops.sglang.plugins.module_utils._health import scheduler_shortfall
-from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_args
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_args, redact_env
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import argv_to_args, diff_args
+from ansible_collections.inferops.sglang.plugins.module_utils._versions import versions_change
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.markdown import md_code, md_inline
 
 DEGRADED_TASK = 'Look for a degraded server'
@@ -86,6 +87,11 @@ def _args(command):
     args = argv_to_args(command or [])
     args.pop('', None)
     return redact_args(args)
+
+
+def command_diff(old_command, new_command):
+    """``diff_args`` of two argvs' flags, secret values masked (the change a host attempted, for the fleet summary)."""
+    return diff_args(_args(old_command), _args(new_command))
 
 
 def live_files(service):
@@ -312,6 +318,7 @@ def _output(state, result, failed, check_mode):
         'degraded': state.get('degraded') or None,
         'record': state.get('record', ''),
         'check_mode': bool(check_mode),
+        'rollback_to': state.get('rollback_to') or '',
     }
     if failed:
         output.update(failure=state.get('failure'), failed_task=state.get('failed_task') or '',
@@ -442,6 +449,79 @@ def _exposure(reading, missing):
     return '%.1f %s' % (reading['score'], reading['level']) if reading else missing
 
 
+def _flag_value(value):
+    """A flag's value as the change lines show it: a bare flag (True) as 'on', a list joined with spaces."""
+    if value is True:
+        return 'on'
+    if isinstance(value, (list, tuple)):
+        return ' '.join(str(item) for item in value)
+    return str(value)
+
+
+def change_lines(args_diff, previous_versions, versions, previous_record, record):
+    """What changed against the previous known-good configuration, one short line each (list of str, plain text).
+
+    :param args_diff: ``diff_args`` of the previous and new flags (secret values already masked by ``_args``).
+    :param previous_versions: the previous known-good manifest's ``record.versions`` ({} when none recorded).
+    :param versions: this configuration's ``deployed_versions``.
+    :param previous_record: the previous known-good manifest's ``record`` (``environment_names`` list,
+        ``cuda_environment`` dict); {} when none.
+    :param record: the same keys for this configuration.
+    :returns: e.g. ``['mem-fraction-static 0.88 -> 0.85', 'removed flag --enable-metrics (was on)',
+        'SGLang 0.5.9 -> 0.5.10', 'environment HF_TOKEN added (value not shown)', 'NCCL_DEBUG WARN -> INFO']``;
+        environment values whose names look secret are masked (``redact_env``); the server's own environment file
+        shows names only.
+    """
+    diff, previous_record, record = _dict(args_diff), _dict(previous_record), _dict(record)
+    lines = ['%s %s -> %s' % (flag, _flag_value(pair.get('old')), _flag_value(pair.get('new')))
+             for flag, pair in sorted(_dict(diff.get('changed')).items())]
+    lines += ['added flag --%s %s' % (flag, _flag_value(value)) for flag, value in sorted(_dict(diff.get('added')).items())]
+    lines += ['removed flag --%s (was %s)' % (flag, _flag_value(value))
+              for flag, value in sorted(_dict(diff.get('removed')).items())]
+    lines += ['%s %s -> %s' % (row['label'], row['old'], row['new'])
+              for row in versions_change(_dict(previous_versions), _dict(versions)) if row['changed']]
+    old_names, new_names = set(previous_record.get('environment_names') or []), set(record.get('environment_names') or [])
+    if previous_record:
+        lines += ['environment %s added (value not shown)' % name for name in sorted(new_names - old_names)]
+        lines += ['environment %s removed' % name for name in sorted(old_names - new_names)]
+        old_env = redact_env(_dict(previous_record.get('cuda_environment')))[0]
+        new_env = redact_env(_dict(record.get('cuda_environment')))[0]
+        for name in sorted(set(old_env) | set(new_env)):
+            if old_env.get(name) != new_env.get(name):
+                lines.append('%s %s -> %s' % (name, old_env.get(name, '(unset)'), new_env.get(name, '(unset)')))
+    return lines
+
+
+def record_action(state, changes):
+    """What a cutover did, in the words of the deployment record's first line (str).
+
+    :param state: the ``__cutover`` fact (``action``, ``previous``, ``rollback_to``: the history entry an operator's
+        rollback restores, '' otherwise).
+    :param changes: ``change_lines`` of this configuration.
+    :returns: 'first adoption of the hand-started server', 'first start', 'rollback to entry NAME', 'upgrade (SGLang
+        0.5.9 -> 0.5.10)', 'restart for a change', 'start of a stopped server', 'restart of an unchanged server' or
+        'none (unchanged, running)'.
+    """
+    state = _dict(state)
+    action = state.get('action', 'none')
+    previous = _dict(state.get('previous'))
+    manifest = _dict(previous.get('manifest'))
+    if state.get('rollback_to'):
+        return 'rollback to entry %s' % state['rollback_to']
+    if action == 'none':
+        return 'none (unchanged, running)'
+    if manifest.get('source') == 'hand-started':
+        return 'first adoption of the hand-started server'
+    if not _truth(previous.get('exists', bool(manifest))):
+        return 'first start'
+    upgrade = [line for line in changes if line.startswith('SGLang ')]
+    if upgrade:
+        return 'upgrade (%s)' % upgrade[0]
+    if changes:
+        return 'restart for a change' if action == 'restart' else 'start with a change'
+    return 'restart of an unchanged server' if action == 'restart' else 'start of a stopped server'
+
+
 def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, known_good_dir, findings=''):
     """What the deployment record (template ``deployment_record.md.j2``) shows, every key present, each default set
     once: the template reads plain keys and only formats them (Markdown escaping stays in the template).
@@ -454,7 +534,9 @@ def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, k
     :param gate: the last server_health result ({} when no gate ran); ``stopped``: the last server_process result.
     :param known_good_dir: the known-good directory to show when ``known_good`` has none.
     :param findings: ``cutover_record_findings`` (Markdown).
-    :returns: dict of display values: strings ('-' or 'none' where a value is missing, as the record always showed),
+    :returns: dict of display values: ``action`` (``record_action``: first adoption, restart for a change, upgrade,
+        rollback to entry X...), ``changes`` (``change_lines`` against the previous known-good, list of str), and
+        strings ('-' or 'none' where a value is missing, as the record always showed),
         ``strays``/``stuck``/``stopped`` (lists of dicts; a stray's ``env_readable`` and ``env``, a stopped process's
         ``role`` and a stuck one's ``devices`` text filled in), ``cuda_environment`` (dict), ``hand_started`` (bool),
         ``sitecustomize_link`` (the imported sitecustomize.py when it is a symlink, else None).
@@ -464,8 +546,15 @@ def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, k
     exposure = _dict(service.get('exposure'))
     python, init, cuda = _dict(facts.get('python')), _dict(facts.get('init')), _dict(facts.get('cuda'))
     sitecustomize = _dict(python.get('sitecustomize'))
-    versions = _dict(_dict(_dict(state.get('outcome')).get('output')).get('versions'))
+    output = _dict(_dict(state.get('outcome')).get('output'))
+    versions = _dict(output.get('versions'))
+    previous_record = _dict(_dict(_dict(state.get('previous')).get('manifest')).get('record'))
+    changes = change_lines(output.get('args_diff'), output.get('previous_versions'), versions, previous_record,
+                           {'environment_names': service.get('environment_names') or [],
+                            'cuda_environment': _dict(cuda_env.get('environment'))})
     return {
+        'action': record_action(state, changes),
+        'changes': changes,
         'boot': service.get('boot', '-'),
         'user': service.get('user', 'root'),
         'group': service.get('group', 'root'),

@@ -112,6 +112,7 @@ _CUTOVER_KEYS = {
     'degraded': ('raw', 'why the server was found degraded, else none'),
     'record': ('str', 'the deployment record written'),
     'check_mode': ('bool', 'whether the run was in check mode'),
+    'rollback_to': ('str', "the history entry an operator's rollback restored, else empty"),
     'failure': ('raw', 'the failure (failed hosts only)'),
     'failed_task': ('str', 'the task that failed (failed hosts only)'),
     'rollback_failure': ('raw', 'why the rollback failed, else none (failed hosts only)'),
@@ -186,6 +187,7 @@ INPUTS = {
     'inferops_sglang_lock_wait': 'seconds to wait for a host lock (default 0)',
     'inferops_sglang_lock_timeout': 'seconds a host lock lasts (default 7200)',
     'inferops_sglang_rollback_to': 'the history entry the rollback playbook puts back',
+    'inferops_sglang_status_view': "the status playbook's view: table (default) or history",
 }
 
 # (role, option) -> the output that option takes whole.

@@ -147,14 +147,17 @@ def test_router_workers_file_is_an_environment_file():
 
 def test_fleet_summary_cells_hold_pipes_and_line_breaks():
     row = {'host': 'h|1', 'batch': 1, 'result': 'failed', 'failure': 'boom\n# heading', 'failed_task': 't',
-           'args_diff': {'changed': {'x': {'old': 'a|b', 'new': 'c'}}}, 'dark_window_text': '12.8 (0.5 + 10.0 + 2.3)'}
+           'args_diff': {'changed': {'x': {'old': 'a|b', 'new': 'c'}}}, 'dark_window_text': '12.8 (0.5 + 10.0 + 2.3)',
+           'shown': 'failed', 'changes': ['--x a|b -> c']}
     text = render('fleet', 'fleet-summary.md.j2', _fleet_run_id='r1', _fleet_run={'started': 's'},
+                  __fleet_heading={'kind': 'restart', 'title': 'SGLang fleet restart', 'done': 'restarted'},
                   __fleet_finished='f', __fleet_wall_s=1, _fleet_plan={'batches': [['h|1']], 'canary': ['h|1']},
                   __fleet_bad_rows=[row], __fleet_done=False, __fleet_rows=[row])
     table = [line for line in text.splitlines() if line.startswith('| h\\|1 ')]
     assert len(table) == 1 and re.findall(r'(?<!\\)\|', table[0]).__len__() == 9
     assert '| 12.8 (0.5 + 10.0 + 2.3) |' in table[0]  # the dark window column (issue 32)
     assert '# heading' not in [line.strip() for line in text.splitlines()]
+    assert text.startswith('# SGLang fleet restart r1') and '--x a\\|b -> c' in table[0] and '<br>' not in text
 
 
 def record_vars(**overrides):

@@ -120,7 +120,12 @@ def test_summary_is_complete():
     markdown = open(os.path.join(SUMMARY_DIR, "fleet-summary-%s.md" % summary["run_id"])).read()
     for name in SERVERS:
         assert "| %s |" % name in markdown
-    assert "--mem-fraction-static: 0.88 -> 0.85" in markdown
+    assert "--mem-fraction-static 0.88 -> 0.85" in markdown and "<br>" not in markdown
+    assert markdown.startswith("# SGLang fleet rollout ") and summary["kind"] == "rollout"
+    # Issue 30: the record of the flag change says what happened and what changed against the hand-started server.
+    record = sh("fleet-w2", "cat /root/production_v2.md")
+    assert "What happened: first adoption of the hand-started server." in record, record[:1500]
+    assert "\n- mem-fraction-static 0.88 -> 0.85\n" in record and "\n- cuda-graph-max-bs 128 -> 256\n" in record, record[:1500]
     # The idempotence run wrote a complete summary with nothing changed.
     assert any(s["status"] == "complete" and s["counts"]["unchanged"] == 6 for s in summaries())
 
@@ -202,3 +207,5 @@ def test_limit_to_one_rank_changes_nothing(tmp_path):
     latest = json.load(open(os.path.join(SUMMARY_DIR, "latest.json")))
     assert latest["plan"]["batches"] == [["fleet-r0"]]
     assert latest["hosts"][0]["result"] == "failed"
+    # Issue 30: the failed pre-flight's row shows the change it attempted, not "none".
+    assert latest["hosts"][0]["changes"] == ["--mem-fraction-static 0.85 -> 0.81"], latest["hosts"][0]

@@ -16,7 +16,7 @@ from containers import start_load, stop_load
 
 KNOWN_GOOD = "/var/lib/inferops-sglang/known-good"
 HISTORY = "/var/lib/inferops-sglang/history"
-COLUMNS = ["host", "sglang", "args digest", "health", "router", "known-good age"]
+COLUMNS = ["host", "model", "tp x pp x dp", "sglang", "health", "router", "inventory", "known-good age"]
 RECORD = "/root/production_v2.md"
 # The record's lines that describe the deployed service beyond its command line (boot, user and caches, sandbox,
 # the environment file's names, the CUDA/NCCL table's rows).
@@ -44,12 +44,14 @@ def recap(out):
 
 
 def status_table(out):
-    """The lines of the table the status playbook printed (the debug message of the fleet role)."""
-    blocks = re.findall(r'"msg": \[\n(.*?)\n\s*\]', out, re.S)
-    tables = [[json.loads(line.strip().rstrip(",")) for line in block.splitlines()] for block in blocks
-              if "args digest" in block]
-    assert len(tables) == 1, out[-3000:]
-    return tables[0]
+    """The lines of the table the status playbook printed, as plain text (not a JSON list): from its title line to the
+    line before the task's result."""
+    starts = [i for i, line in enumerate(out.splitlines()) if line.startswith("fleet sglang_servers: ")]
+    assert len(starts) == 1, out[-3000:]
+    lines = out.splitlines()[starts[0]:]
+    end = next(i for i, line in enumerate(lines) if not line.strip() or line.startswith(("ok:", "changed:", "skipping:")))
+    assert '"fleet sglang_servers: ' not in out, "the table is printed inside a JSON list"
+    return lines[:end]
 
 
 def table_rows(lines):
@@ -111,20 +113,30 @@ def test_status_prints_one_table_and_changes_nothing():
     args = dict((name, server_args(name)) for name in SERVERS)
     for name, row in rows.items():
         assert row["sglang"] == version, row
-        assert re.match(r"^[0-9a-f]{12}$", row["args digest"]), row
+        # The two-node replica runs tp 16 over fleet-r0 and fleet-r1 (8 GPUs each).
+        tp = "16x1x1" if name in ("fleet-r0", "fleet-r1") else "8x1x1"
+        assert row["model"] == "/shared/kimi-k2.5-int4" and row["tp x pp x dp"] == tp, row
         assert row["health"] == "healthy", row
         assert re.match(r"^\d+[smhd]( \d+[smh])?$", row["known-good age"]), row
         assert row["router"] == ("not routed (node rank 1)" if name == "fleet-r1" else "in, healthy"), row
-        for other in SERVERS:
-            # The same arguments give the same digest, other arguments another one.
-            assert (rows[other]["args digest"] == row["args digest"]) == (args[other] == args[name]), (name, other)
-    assert rows["fleet-w1"]["args digest"] == rows["fleet-w2"]["args digest"]
+    # Issue 30: test_fleet.py left the canary on 0.83 (its rollout stopped), the inventory says 0.85.
+    assert rows["fleet-w3"]["inventory"] == "inventory differs: mem-fraction-static 0.83 -> 0.85", rows["fleet-w3"]
+    assert rows["fleet-w1"]["inventory"] == "in line with the inventory", rows["fleet-w1"]
+    # The same table as text and the rows as JSON beside it, on the controller.
+    summary_dir = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "fleet-summary")
+    assert open(os.path.join(summary_dir, "status-latest.txt")).read().splitlines()[1:] == lines[1:]
+    saved = json.load(open(os.path.join(summary_dir, "status-latest.json")))
+    assert sorted(row["host"] for row in saved["rows"]) == sorted(SERVERS), saved
+    assert {row["host"]: row["args_digest"] for row in saved["rows"]}["fleet-w1"] != "-", saved
     counts = recap(out)
     assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), counts
 
     rc, out = playbook("status", "--check")
     assert rc == 0, out[-3000:]
     assert sorted(table_rows(status_table(out))) == sorted(SERVERS)
+    rc, out = playbook("status", "--limit", "fleet-w3")
+    assert rc == 0, out[-3000:]
+    assert sorted(table_rows(status_table(out))) == ["fleet-w3"]
     assert all(c["changed"] == 0 for c in recap(out).values()), recap(out)
     assert dict((name, main_pid(name)) for name in SERVERS) == pids
 
@@ -158,8 +170,11 @@ def test_restart_rolls_every_server_canary_first():
     latest = json.load(open(os.path.join(SUMMARY_DIR, "latest.json")))
     assert latest["status"] == "complete", latest
     assert latest["plan"]["batches"][0] == ["fleet-w3"]
+    assert latest["kind"] == "restart" and latest["title"] == "SGLang fleet restart", latest
+    assert "# SGLang fleet restart " in out and "| restarted |" in out and "| deployed |" not in out, out[-3000:]
+    assert "What happened: restart of an unchanged server." in sh("fleet-w1", "cat %s" % RECORD)
     for row in latest["hosts"]:
-        assert row["action"] == "restart" and row["result"] == "deployed", row
+        assert row["action"] == "restart" and row["result"] == "deployed" and row["shown"] == "restarted", row
         assert row["time_to_healthy_s"] > 0, row
         assert row["args_diff"]["changed"] == {} and row["args_diff"]["added"] == {}, row
     starts = dict((name, started_at(name)) for name in SERVERS)
@@ -213,6 +228,15 @@ def test_rollback_to_a_history_entry():
     assert flag(wanted["command"], "--mem-fraction-static") != flag(current["command"], "--mem-fraction-static")
     pid = main_pid(name)
     workers = router_workers()
+    # Issue 30: the status playbook's history view lists the entries to choose from, newest first, each with its
+    # action, version and arguments; it changes nothing.
+    rc, out = playbook("status", "--limit", name, "-e", "inferops_sglang_status_view=history")
+    assert rc == 0, out[-3000:]
+    lines = out.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("known-good configurations of %s " % name)))
+    listed = [line.split()[0] for line in lines[start + 3:start + 4 + len(entries)]]
+    assert listed == ["current"] + sorted(entries, reverse=True), lines[start:start + 10]
+    assert "8x1x1" in lines[start + 3] and all(c["changed"] == 0 for c in recap(out).values()), lines[start:start + 10]
     # --check --diff first: says what it would do, changes nothing (no restore, no restart, no router step).
     rc, out = playbook("rollback", "--limit", name, "-e", "inferops_sglang_rollback_to=%s" % entry, "--check", "--diff")
     assert rc == 0, out[-3000:]
@@ -238,6 +262,13 @@ def test_rollback_to_a_history_entry():
     latest = json.load(open(os.path.join(SUMMARY_DIR, "latest.json")))
     row = latest["hosts"][0]
     assert row["host"] == name and row["result"] == "deployed", row
+    # Issue 30: the summary and the record say it was a rollback to that entry, and what changed.
+    assert latest["kind"] == "rollback" and row["shown"] == "rolled back to entry %s" % entry, row
+    change = "mem-fraction-static %s -> %s" % (flag(current["command"], "--mem-fraction-static"),
+                                               flag(wanted["command"], "--mem-fraction-static"))
+    assert "--" + change in row["changes"], row["changes"]
+    record = sh(name, "cat %s" % RECORD)
+    assert "What happened: rollback to entry %s." % entry in record and "\n- %s\n" % change in record, record[:1500]
     assert row["args_diff"]["changed"]["mem-fraction-static"] == {
         "old": flag(current["command"], "--mem-fraction-static"), "new": flag(wanted["command"], "--mem-fraction-static")}
     assert load["failed"] == 0, load["failures"]

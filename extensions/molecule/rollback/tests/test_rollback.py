@@ -116,7 +116,7 @@ class TestRollback:
         assert re.search(r'"mem-fraction-static": \{\s*"new": "?0.85"?,\s*"old": "?0.88"?', out), "no argument diff"
         assert "restart sglang.service and gate it on" in out
         assert "would restart (check mode: nothing was stopped, started or gated" in out
-        assert "| sglang-host | 1 | would_restart |" in out
+        assert "| sglang-host | 1 | would restart |" in out
         assert "is healthy on" not in out and "| deployed |" not in out
 
         rc, out, dummy = site(tmp_path, {"service_server_args": args}, options=["--check", "--diff", "--tags", "sglang_service"])

@@ -39,6 +39,14 @@ try:
     filters['text_table']([{'a': 1}], [[]])
 except AnsibleFilterError as exc:
     out['error'] = str(exc)
+import base64
+manifest = {'saved_at': '2026-12-01T00:00:00Z', 'source': 'cutover', 'command': ['/p', '--tp', '8', '--mem-fraction-static', '0.88']}
+read = {'results': [{'item': {'path': '/kg/history/20261201T000000000000Z'},
+                     'content': base64.b64encode(json.dumps(manifest).encode()).decode()},
+                    {'item': {'path': '/kg/history/20200101T000000000000Z'}, 'failed': True}]}
+current = dict(manifest, saved_at='2026-12-02T00:00:00Z', command=['/p', '--tp', '8', '--mem-fraction-static', '0.85'])
+out['history'] = filters['fleet_history_text'](['w1', 'w2'], {
+    'w1': {'__status_history_read': read, 'inferops_sglang_known_good': {'exists': True, 'manifest': current}}, 'w2': {}})
 print(json.dumps(out))
 '''
 
@@ -55,3 +63,8 @@ def test_operations_filters():
     assert (w2['sglang'], w2['args_digest'], w2['health'], w2['router'], w2['known_good_age']) == ('-', '-', 'not probed', '-', 'none')
     assert out['table'] == ['host  health', '----  ----------', 'w1    healthy', 'w2    not probed']
     assert out['error'].startswith('text_table: ')
+    # Issue 30: the history view, one section per host that read its history; an unreadable entry still listed.
+    lines = out['history'].splitlines()
+    assert lines[0].startswith('known-good configurations of w1 ') and len(lines) == 6, lines
+    assert lines[3].split()[:3] == ['current', '2026-12-02T00:00:00Z', 'change'] and lines[3].endswith('mem-fraction-static 0.88 -> 0.85')
+    assert lines[4].split()[0] == '20261201T000000000000Z' and lines[5].split()[0] == '20200101T000000000000Z'

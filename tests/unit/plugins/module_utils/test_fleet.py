@@ -99,7 +99,8 @@ def test_summary_rows_failure_before_cutover_and_silent_loss():
     assert [r['result'] for r in rows] == ['unchanged', 'failed', 'deployed', 'not started']
     rows = f.summary_rows(['a', 'b'], [['a'], ['b']], {}, {'a': {'msg': 'pre-flight: no GPUs', 'task': 'Check'}})
     assert rows[0] == {'host': 'a', 'batch': 1, 'result': 'failed', 'failure': 'pre-flight: no GPUs',
-                       'failed_task': 'Check', 'ok': False, 'sglang_version': '-', 'dark_window_text': '-'}
+                       'failed_task': 'Check', 'ok': False, 'sglang_version': '-', 'dark_window_text': '-',
+                       'changes': [], 'shown': 'failed'}
     assert rows[1]['result'] == 'not started'
 
 
@@ -183,3 +184,46 @@ def test_dark_window_column(window, text):
     assert f.dark_window_text(window) == text
     rows = f.summary_rows(['a'], [['a']], {'a': {'result': 'deployed', 'dark_window': window}}, {})
     assert rows[0]['dark_window_text'] == text
+
+
+# ---- the summary says what the run did (issue 30) -------------------------------------------------------------------
+
+@pytest.mark.parametrize('playbook, check_mode, kind, title, done', [
+    ('inferops.sglang.site', False, 'rollout', 'SGLang fleet rollout', 'deployed'),
+    ('inferops.sglang.restart', False, 'restart', 'SGLang fleet restart', 'restarted'),
+    ('inferops.sglang.rollback', False, 'rollback', 'SGLang fleet rollback', 'rolled back'),
+    ('', False, 'rollout', 'SGLang fleet rollout', 'deployed'),
+    (None, False, 'rollout', 'SGLang fleet rollout', 'deployed'),
+    ('inferops.sglang.restart', True, 'check', 'SGLang fleet check (restart, nothing changed)', 'would change'),
+])
+def test_summary_heading(playbook, check_mode, kind, title, done):
+    assert f.summary_heading(playbook, check_mode) == {'kind': kind, 'title': title, 'done': done}
+
+
+def test_change_texts_plain_with_markers():
+    """Removed and added flags are marked; no Markdown or HTML (the terminal shows these lines as they are)."""
+    diff = {'changed': {'mem-fraction-static': {'old': '0.88', 'new': '0.85'}},
+            'added': {'enable-metrics': True}, 'removed': {'chunked-prefill-size': '4096', 'log-requests': True}}
+    assert f.change_texts(diff) == ['--mem-fraction-static 0.88 -> 0.85', 'added --enable-metrics',
+                                    'removed --chunked-prefill-size 4096', 'removed --log-requests']
+    assert f.change_texts(None) == []
+    assert not [t for t in f.change_texts(diff) if '<br>' in t]
+
+
+def test_summary_rows_words_of_the_run_and_attempted_change():
+    """A restart run's healthy host is 'restarted', a rollback's names the entry; a host that failed in its pre-flight
+    shows the change it attempted instead of 'none'."""
+    restart = f.summary_heading('inferops.sglang.restart')
+    rows = f.summary_rows(['a'], [['a']], {'a': {'result': 'deployed'}}, {}, heading=restart)
+    assert rows[0]['shown'] == 'restarted' and rows[0]['result'] == 'deployed' and rows[0]['ok']
+    rollback = f.summary_heading('inferops.sglang.rollback')
+    rows = f.summary_rows(['a'], [['a']], {'a': {'result': 'deployed', 'rollback_to': '20261205T153000Z'}}, {},
+                          heading=rollback)
+    assert rows[0]['shown'] == 'rolled back to entry 20261205T153000Z'
+    attempted = {'a': {'changed': {'mem-fraction-static': {'old': '0.85', 'new': '0.88'}}}}
+    rows = f.summary_rows(['a'], [['a']], {}, {'a': {'msg': 'pre-flight failed', 'task': 'Pre-flight'}}, attempted)
+    assert rows[0]['changes'] == ['--mem-fraction-static 0.85 -> 0.88']
+    assert rows[0]['shown'] == 'failed'
+    rows = f.summary_rows(['a'], [['a']], {'a': {'result': 'rolled_back', 'args_diff': {'added': {'x': '1'}}}},
+                          {'a': {'msg': 'gate failed'}}, attempted)
+    assert rows[0]['changes'] == ['added --x 1'] and rows[0]['shown'] == 'rolled back'

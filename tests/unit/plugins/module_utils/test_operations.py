@@ -95,7 +95,8 @@ def test_status_rows():
     }
     rows = o.status_rows(['w1', 'w2', 'r1', 'w3', 'w4'], data, now)
     w1, w2, r1, w3, w4 = rows
-    assert w1 == {'host': 'w1', 'sglang': '0.5.23', 'args_digest': o.args_digest(args), 'pid': 4242,
+    assert w1 == {'host': 'w1', 'model': '-', 'layout': '8x1x1', 'drift': '-',
+                  'sglang': '0.5.23', 'args_digest': o.args_digest(args), 'pid': 4242,
                   'health': 'healthy', 'router': 'in, healthy', 'known_good_age': '2h 0m',
                   'known_good_saved_at': '2026-12-01T03:00:00Z'}
     assert w2['sglang'] == '-' and w2['args_digest'] == '-' and w2['pid'] is None
@@ -110,6 +111,82 @@ def test_status_row_without_router_and_with_a_stray():
     probe = {'port': 30000, 'health': {'state': 'ready'}, 'router': {}}
     row = o.status_row('w1', _facts(['--tp', '4'], managed=False), {}, probe, 0)
     assert row['router'] == '-' and row['args_digest'] == o.args_digest(['--tp', '4'])
+
+
+# ---- the table a person reads at a glance (issue 30) ----------------------------------------------------------------
+
+@pytest.mark.parametrize('args, layout, model', [
+    (['--model-path', '/models/qwen', '--tp-size', '8'], '8x1x1', '/models/qwen'),
+    (['--model', 'm', '--tensor-parallel-size', '4', '--pp-size', '2', '--dp-size', '3'], '4x2x3', 'm'),
+    ({'model_path': 'm', 'tp_size': 2, 'data_parallel_size': 2}, '2x1x2', 'm'),
+    ([], '1x1x1', '-'),
+    (None, '-', '-'),
+])
+def test_layout_and_model(args, layout, model):
+    """tp 3 and tp 8 no longer look alike (they did as an args digest)."""
+    assert o.layout_text(args) == layout and o.model_text(args) == model
+
+
+@pytest.mark.parametrize('running, inventory, expected', [
+    (['--mem-fraction-static', '0.85', '--port', '30000'], {'mem-fraction-static': 0.88},
+     'inventory differs: mem-fraction-static 0.85 -> 0.88'),
+    (['--mem-fraction-static', '0.88', '--port', '30000'], {'mem_fraction_static': '0.88'}, 'in line with the inventory'),
+    (['--tp-size', '8'], {'tp-size': 8, 'enable-metrics': True, 'log-requests': False},
+     'inventory differs: enable-metrics (not set) -> on'),
+    (['--tp-size', '8', '--api-key', 'abc'], {'tp-size': 8, 'api-key': 'xyz'}, 'in line with the inventory'),
+    (None, {'tp-size': 8}, '-'),
+    (['--tp-size', '8'], {}, '-'),
+    (['--tp-size', '8'], None, '-'),
+])
+def test_drift(running, inventory, expected):
+    assert o.drift_text(running, inventory) == expected
+
+
+def test_status_row_full_reason_and_drift():
+    """The health reason is never cut mid-word; the drift compares the inventory with what runs."""
+    reason = 'the server exited with status 1 after 4.2 s: CUDA out of memory while loading the weights of layer 61'
+    probe = {'port': 30000, 'health': {'state': 'failed', 'reason': reason}, 'router': {}}
+    row = o.status_row('w1', _facts(['--model-path', 'q', '--mem-fraction-static', '0.85']), {}, probe, 0,
+                       {'mem-fraction-static': 0.88})
+    assert row['health'] == 'unhealthy (%s)' % reason
+    assert row['drift'] == 'inventory differs: mem-fraction-static 0.85 -> 0.88'
+    assert row['model'] == 'q' and row['layout'] == '1x1x1'
+
+
+def _manifest(saved, mem, sglang=None, source='cutover'):
+    out = {'saved_at': saved, 'source': source,
+           'command': ['/p', '-m', 'sglang.launch_server', '--model-path', '/m', '--tp', '8', '--mem-fraction-static', mem]}
+    if sglang:
+        out['record'] = {'versions': {'sglang': sglang}}
+    return out
+
+
+def test_history_rows_newest_first_with_action_and_changes():
+    """Issue 30: an operator chooses a rollback target from a listing, not from manifest.json files."""
+    entries = [{'name': '20261201T000000000000Z', 'manifest': _manifest('2026-12-01T00:00:00Z', '0.88', source='hand-started')},
+               {'name': '20261202T000000000000Z', 'manifest': _manifest('2026-12-02T00:00:00Z', '0.88', '0.5.9')},
+               {'name': '20261202T120000000000Z', 'manifest': _manifest('2026-12-02T12:00:00Z', '0.88', '0.5.10')},
+               {'name': '20200101T000000000000Z', 'manifest': {}}]
+    rows = o.history_rows(_manifest('2026-12-03T00:00:00Z', '0.85', '0.5.10'), entries)
+    assert [(r['entry'], r['action'], r['sglang'], r['changes']) for r in rows] == [
+        ('current', 'change', '0.5.10', 'mem-fraction-static 0.88 -> 0.85'),
+        ('20261202T120000000000Z', 'upgrade', '0.5.10', 'SGLang 0.5.9 -> 0.5.10'),
+        ('20261202T000000000000Z', 'same configuration', '0.5.9', '-'),
+        ('20261201T000000000000Z', 'hand-started server', '-', '-'),
+        # an entry whose manifest could not be read: listed, nothing known of it
+        ('20200101T000000000000Z', 'first kept', '-', '-'),
+    ]
+    assert rows[0]['arguments'] == '/m 8x1x1' and rows[0]['saved'] == '2026-12-03T00:00:00Z'
+    assert rows[-1]['arguments'] == '-' and rows[-1]['saved'] == '-'
+
+
+def test_history_text():
+    text = o.history_text('w1', {}, [])
+    assert text == 'known-good configurations of w1 (newest first; roll back with -e inferops_sglang_rollback_to=ENTRY):\nnone kept\n'
+    text = o.history_text('w1', _manifest('2026-12-03T00:00:00Z', '0.85', '0.5.10'), [])
+    assert text.splitlines()[1].split() == ['entry', 'saved', '(UTC)', 'action', 'sglang', 'model', 'tp', 'x', 'pp', 'x', 'dp',
+                                            'changes', 'against', 'the', 'one', 'before']
+    assert text.splitlines()[3].split()[:3] == ['current', '2026-12-03T00:00:00Z', 'first']
 
 
 def test_text_table():

@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
     SERVICE_DEFAULTS, cutover_check_failure, cutover_decide, cutover_failure, cutover_inputs, cutover_outcome,
-    cutover_dark_window, cutover_record, cutover_replica, live_files)
+    cutover_dark_window, cutover_record, cutover_replica, live_files, change_lines, record_action)
 
 
 SCHEDULERS = [{'main_pid': 42, 'members': [{'role': 'scheduler', 'title': 'sglang::scheduler_TP0'}]}]
@@ -320,7 +320,8 @@ EMPTY_RECORD = {
     'cuda_environment': {}, 'sitecustomize': None, 'sitecustomize_link': None, 'strays': [], 'stuck': [],
     'stopped': [], 'systemd_version': '-', 'driver_version': '-', 'cuda_driver_version': '-', 'toolkits': 'none',
     'python_version': '', 'sglang_version': '-', 'findings': 'None recorded.',
-    'dark_window': 'no old server answered before (stop + release -, load -, gate -)', 'stage': '-'}
+    'dark_window': 'no old server answered before (stop + release -, load -, gate -)', 'stage': '-',
+    'action': 'none (unchanged, running)', 'changes': []}
 
 
 @pytest.mark.parametrize('state, service, cuda_env, facts, known_good, gate, stopped, findings, expected', [
@@ -387,6 +388,57 @@ def test_record_processes():
     assert [p['devices'] for p in record['stuck']] == ['/dev/nvidia0, /dev/nvidiactl', 'none']
     assert [p['role'] for p in record['stopped']] == ['', 'main']
     assert stopped['stopped'][0] == {'pid': 5, 'signal': 'SIGTERM'}, 'the inputs are left as they are'
+
+
+# ---- the record's first lines: what happened and what changed (issue 30) --------------------------------------------
+
+def test_change_lines_flags_versions_environment():
+    """Flags changed, added and removed (a removed flag says so), versions, environment names (never values) and the
+    CUDA/NCCL values with secret-looking ones masked."""
+    diff = {'changed': {'mem-fraction-static': {'old': '0.88', 'new': '0.85'}},
+            'added': {'enable-metrics': True}, 'removed': {'chunked-prefill-size': '4096', 'api-key': '********'}}
+    previous = {'environment_names': ['HF_HOME', 'OLD'], 'cuda_environment': {'NCCL_DEBUG': 'WARN', 'HF_TOKEN': 'a'}}
+    new = {'environment_names': ['HF_HOME', 'HF_TOKEN'], 'cuda_environment': {'NCCL_DEBUG': 'INFO', 'HF_TOKEN': 'b'}}
+    lines = change_lines(diff, {'sglang': '0.5.9', 'torch': '2.8'}, {'sglang': '0.5.10', 'torch': '2.8'}, previous, new)
+    assert lines == ['mem-fraction-static 0.88 -> 0.85', 'added flag --enable-metrics on',
+                     'removed flag --api-key (was ********)', 'removed flag --chunked-prefill-size (was 4096)',
+                     'SGLang 0.5.9 -> 0.5.10', 'environment HF_TOKEN added (value not shown)', 'environment OLD removed',
+                     'NCCL_DEBUG WARN -> INFO']
+    assert not [line for line in lines if "'a'" in line or line.endswith(' b')], 'no secret value'
+
+
+def test_change_lines_nothing_known():
+    assert change_lines(None, None, None, None, None) == []
+    # no previous record (first start, or an entry saved before records): no environment lines
+    assert change_lines({}, {}, {}, {}, {'environment_names': ['A'], 'cuda_environment': {'X': '1'}}) == []
+
+
+@pytest.mark.parametrize('state, changes, expected', [
+    ({'action': 'none'}, [], 'none (unchanged, running)'),
+    ({'action': 'start', 'previous': {'exists': True, 'manifest': {'source': 'hand-started'}}}, ['x 1 -> 2'],
+     'first adoption of the hand-started server'),
+    ({'action': 'start', 'previous': {'exists': False}}, [], 'first start'),
+    ({'action': 'restart', 'previous': {'exists': True, 'manifest': {'source': 'cutover'}}},
+     ['mem-fraction-static 0.88 -> 0.85', 'SGLang 0.5.9 -> 0.5.10'], 'upgrade (SGLang 0.5.9 -> 0.5.10)'),
+    ({'action': 'restart', 'previous': {'exists': True, 'manifest': {}}}, ['mem-fraction-static 0.88 -> 0.85'],
+     'restart for a change'),
+    ({'action': 'start', 'previous': {'exists': True, 'manifest': {}}}, ['a 1 -> 2'], 'start with a change'),
+    ({'action': 'restart', 'previous': {'exists': True, 'manifest': {}}}, [], 'restart of an unchanged server'),
+    ({'action': 'start', 'previous': {'exists': True, 'manifest': {}}}, [], 'start of a stopped server'),
+    ({'action': 'restart', 'rollback_to': '20261205T153000Z', 'previous': {'exists': True}}, ['a 1 -> 2'],
+     'rollback to entry 20261205T153000Z'),
+])
+def test_record_action(state, changes, expected):
+    assert record_action(state, changes) == expected
+
+
+def test_record_first_lines_flag_change():
+    """The record's action and changes come from the outcome's argument diff and the previous manifest."""
+    state = {'action': 'restart', 'previous': {'exists': True, 'manifest': {'source': 'cutover', 'record': {}}},
+             'outcome': {'output': {'args_diff': {'changed': {'mem-fraction-static': {'old': 0.88, 'new': 0.85}}}}}}
+    record = cutover_record(state, {}, {}, {}, {}, {}, {}, '/kg')
+    assert record['action'] == 'restart for a change'
+    assert record['changes'] == ['mem-fraction-static 0.88 -> 0.85']
 
 
 # ---- cutover_inputs, cutover_failure --------------------------------------------------------------------------------

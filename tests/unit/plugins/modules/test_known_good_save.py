@@ -132,6 +132,48 @@ def test_same_configuration_again_changes_nothing(tmp_path, run):
     assert os.listdir(str(tmp_path / 'state' / 'history')) == []
 
 
+def test_the_same_configuration_saved_again_pushes_no_history_entry(tmp_path, run):
+    """Issue 30: a stopped unit started again saves the same configuration with another saved_at and time to healthy:
+    the manifest is rewritten, no identical entry is pushed (the hand-started baseline stays among the five kept)."""
+    files = live(tmp_path, **{'sglang.env': 'A=1\n'})
+    first = params(tmp_path, files)
+    first['manifest'] = dict(first['manifest'], saved_at='2026-12-01T07:30:02Z', time_to_healthy=9.5, command=['a', '--x', '1'])
+    run(first)
+    again = dict(first, manifest=dict(first['manifest'], saved_at='2026-12-02T08:00:00Z', time_to_healthy=8.1))
+    out = run(again)
+    assert out['history_entry'] is None and out['changed'], out
+    assert os.listdir(str(tmp_path / 'state' / 'history')) == []
+    assert json.loads((tmp_path / 'state' / 'known-good' / 'manifest.json').read_text())['saved_at'] == '2026-12-02T08:00:00Z'
+    # Another flag is another configuration: pushed, named by when the one it replaces was saved.
+    other = dict(first, manifest=dict(again['manifest'], command=['a', '--x', '2'], saved_at='2026-12-03T00:00:00Z'))
+    out = run(other)
+    assert os.path.basename(out['history_entry']) == '20261202T080000000000Z', out
+
+
+@pytest.mark.parametrize('saved_at, taken, expected', [
+    ('2026-12-01T07:30:02Z', [], '20261201T073002000000Z'),
+    ('2026-12-01T07:30:02Z', ['20261201T073002000000Z'], '20261201T073002000001Z'),
+    # a manifest without saved_at (or an unreadable one): the replacement time, as entries were named before
+    (None, [], '19700101T000010500000Z'),
+    ('yesterday', [], '19700101T000010500000Z'),
+])
+def test_entries_are_named_by_when_they_were_saved(saved_at, taken, expected):
+    from ansible_collections.inferops.sglang.plugins.module_utils import _known_good
+    assert _known_good.saved_entry_name(saved_at, 10.5, taken) == expected
+
+
+@pytest.mark.parametrize('old, new, same', [
+    ({'command': ['a'], 'saved_at': '1', 'perf': {'x': 1}}, {'command': ['a'], 'saved_at': '2', 'perf': {}}, True),
+    ({'command': ['a']}, {'command': ['b']}, False),
+    ({'command': ['a'], 'source': 'hand-started'}, {'command': ['a'], 'source': 'cutover'}, False),
+    ({}, {'command': ['a']}, False),
+    (None, {'command': ['a']}, False),
+])
+def test_same_configuration(old, new, same):
+    from ansible_collections.inferops.sglang.plugins.module_utils import _known_good
+    assert _known_good.same_configuration(old, new) is same
+
+
 @pytest.mark.parametrize('fail_at', ['new store', 'history copy', 'swap'])
 def test_c48_disk_full_leaves_the_store_and_history_as_they_were(tmp_path, run, monkeypatch, fail_at):
     """C48: the disk fills while a new known-good configuration is kept: no partial entry is listed or offered, the
