@@ -394,7 +394,7 @@ try:
             try:
                 # SGLang 0.5.19 on: sglang/srt/utils/server_args_config_parser.py
                 from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
-            except ImportError as exc:
+            except ModuleNotFoundError as exc:
                 if getattr(exc, "name", None) not in ("sglang.srt.utils.server_args_config_parser", "sglang.srt.utils"):
                     raise
                 # SGLang before 0.5.19 (0.5.9 included): sglang/srt/server_args_config_parser.py
