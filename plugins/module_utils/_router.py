@@ -78,10 +78,8 @@ def parse_workers(body):
         if not isinstance(entry, dict) or 'url' not in entry:
             raise ValueError('GET /workers answered a worker without a url: %r' % (entry,))
         base, rank = split_rank(entry['url'])
-        if entry.get('dp_base_url'):
+        if rank is not None and entry.get('dp_base_url'):
             base = entry['dp_base_url']
-        if rank is None and isinstance(entry.get('dp_rank'), int) and entry.get('dp_size') is not None:
-            rank = entry['dp_rank']
         status = entry.get('status')
         status = str(status).lower() if status is not None else None
         out.append({
