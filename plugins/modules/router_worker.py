@@ -19,14 +19,18 @@ description:
     C(POST /workers) with the body a JSON object with the key C(url) and C(DELETE /workers/<id>) both answer 202 and act
     in the background.
   - With O(state=present) the worker must end up listed and healthy (the router checks its C(/health) and
-    reads its model info first).
+    reads its model info first); behind a C(--dp-aware) smg every data-parallel rank (C(http://h:p@0), C(@1), ...,
+    as many as their C(dp_size)) must be listed healthy, a rank smg lists as C(failed) ends the wait at once. With
+    O(state=absent) every rank is removed and the module waits until none is listed (field case C43).
   - With O(state=absent) and O(drain=true), once the router no longer lists the worker, the module polls
-    the worker's own C(GET /get_load) (SGLang; one entry per data-parallel rank with C(num_reqs) running and
-    C(num_waiting_reqs) queued requests) until both are 0 or O(drain_timeout) passes. A worker that does not
-    answer at all counts as drained (nothing can be in flight on it). A worker whose C(/get_load) answers
+    the worker's own C(GET /v1/loads) (SGLang 0.5.9 on, the only one in 0.5.23 - C(sglang/srt/entrypoints/v1_loads.py);
+    one entry per data-parallel rank with C(num_running_reqs) and C(num_waiting_reqs)), else, when that answers 404,
+    C(GET /get_load) (0.5.9, deprecated; C(num_reqs) running and C(num_waiting_reqs) queued), until both are 0 or
+    O(drain_timeout) passes. A worker that does not
+    answer at all counts as drained (nothing can be in flight on it). A worker whose C(/v1/loads) answers
     anything but a load is not waited for - 401 or 403 (it runs with C(--api-key) and O(drain_api_key) is
     missing or wrong; the reason says C(the server requires an API key) or C(the key was refused), and the
-    module warns), 404 on a build without it, or a failed TLS handshake (C(TLS failed ...)). None of these nor
+    module warns), 404 on a build without either, or a failed TLS handshake (C(TLS failed ...)). None of these nor
     a passed deadline is an error; RV(drain) says which (C(drained), C(reason)), and SGLang's own SIGTERM drain
     still finishes the requests in flight.
   - The router's worker API is authenticated with O(api_key), sent in the header C(Authorization) as
