@@ -99,6 +99,15 @@ if [ ! -s "$CACHE/wheels/router/.complete" ] || ! cmp -s "$CACHE/wheels/router/.
   cp "$INFEROPS_REPO/tests/fleet/router-requirements.txt" "$CACHE/wheels/router/.complete"
 fi
 
+# smg (the router from 0.4 on) and its dependencies for tests/integration/test_smg.py (pinned; installed offline).
+if [ ! -s "$CACHE/wheels/smg/.complete" ] || ! cmp -s "$CACHE/wheels/smg/.complete" "$INFEROPS_REPO/tests/integration/smg-requirements.txt"; then
+  rm -rf "$CACHE/wheels/smg"
+  mkdir -p "$CACHE/wheels/smg"
+  "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: -d "$CACHE/wheels/smg" \
+    -r "$INFEROPS_REPO/tests/integration/smg-requirements.txt"
+  cp "$INFEROPS_REPO/tests/integration/smg-requirements.txt" "$CACHE/wheels/smg/.complete"
+fi
+
 # supervisor's wheel for the no-systemd fallback in test containers (they get it from here, not from PyPI).
 if ! ls "$CACHE"/wheels/supervisor-4.3.0-*.whl >/dev/null 2>&1; then
   mkdir -p "$CACHE/wheels"

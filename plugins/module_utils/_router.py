@@ -19,9 +19,12 @@ Facts used here come from sglang-router 0.3.2 (PyPI), checked against the runnin
   one, 401 ``Invalid authentication token`` for an unknown key, 403 ``Admin role required for control plane
   access`` for a ``user`` key); with only ``--api-key`` it wants that key (401 otherwise).
 
-SGLang's ``GET /get_load`` (a worker's own endpoint) answers one entry per data-parallel rank:
-``[{"dp_rank": 0, "num_reqs": 1, "num_waiting_reqs": 0, "num_tokens": 42}]``; ``num_reqs`` counts the
-running requests and ``num_waiting_reqs`` the queued ones. Older releases answer a single object.
+smg (the router from 0.4 on; 1.13.0 measured) answers the same API with more fields per worker, a ``status`` and,
+with ``--dp-aware``, one entry per data-parallel rank (``http://h:p@<rank>``): ``_router_generations`` has the
+differences.
+
+A worker's load: ``GET /v1/loads`` (SGLang 0.5.9 on, the only one in 0.5.23), else ``GET /get_load`` (see
+``parse_load``).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -42,11 +45,28 @@ def normalize_url(url):
     return '%s://%s%s' % (scheme.lower(), hostport.lower(), ('/' + path) if path else '')
 
 
+def split_rank(url):
+    """'http://h:30000@1' -> ('http://h:30000', 1); 'http://h:30000' -> ('http://h:30000', None).
+
+    smg lists each data-parallel rank of a ``--dp-aware`` router as ``<url>@<rank>`` (smg 1.13.0, measured; see
+    ``_router_generations``). Raises ValueError for a rank that is not a whole number."""
+    text = (url or '').strip()
+    base, at, rank = text.rpartition('@')
+    if not at or '/' in rank or ':' in rank:
+        return text, None
+    if not rank.isdigit():
+        raise ValueError('worker URL %r has a rank that is not a whole number' % (url,))
+    return base, int(rank)
+
+
 def parse_workers(body):
     """The worker list of a ``GET /workers`` answer (dict with ``workers``, or a bare list).
 
-    Returns a list of dicts ``{'id', 'url', 'healthy', 'load'}`` with normalized URLs; raises ValueError on
-    an answer of another shape.
+    Returns a list of dicts ``{'id', 'url', 'base', 'rank', 'dp_size', 'status', 'healthy', 'load'}``: ``url`` the
+    normalized URL as listed (``http://h:p@1`` for a rank of a ``--dp-aware`` smg), ``base`` the server's URL without
+    the rank, ``rank``/``dp_size`` int or None, ``status`` smg's state (``pending``, ``ready``, ``draining``,
+    ``failed``) or None (sglang-router 0.3.2 has none), ``healthy`` ``is_healthy`` and a status absent or ``ready``.
+    Raises ValueError on an answer of another shape.
     """
     workers = body.get('workers') if isinstance(body, dict) else body
     if not isinstance(workers, list):
@@ -57,35 +77,60 @@ def parse_workers(body):
             entry = {'url': entry}
         if not isinstance(entry, dict) or 'url' not in entry:
             raise ValueError('GET /workers answered a worker without a url: %r' % (entry,))
+        base, rank = split_rank(entry['url'])
+        if rank is not None and entry.get('dp_base_url'):
+            base = entry['dp_base_url']
+        status = entry.get('status')
+        status = str(status).lower() if status is not None else None
         out.append({
             'id': entry.get('id'),
-            'url': normalize_url(entry['url']),
-            'healthy': bool(entry.get('is_healthy', True)),
+            'url': normalize_url(base) + ('@%d' % rank if rank is not None else ''),
+            'base': normalize_url(base),
+            'rank': rank,
+            'dp_size': entry.get('dp_size') if rank is not None else None,
+            'status': status,
+            'healthy': bool(entry.get('is_healthy', True)) and status in (None, 'ready'),
             'load': entry.get('load'),
         })
     return out
 
 
 def find_worker(workers, url):
-    """The entry of ``parse_workers`` output whose URL is ``url`` (normalized), else None."""
-    want = normalize_url(url)
-    for worker in workers:
-        if worker['url'] == want:
-            return worker
-    return None
+    """The first entry of ``parse_workers`` output for the server ``url`` (normalized; any of its ranks), else None."""
+    found = find_workers(workers, url)
+    return found[0] if found else None
+
+
+def find_workers(workers, url):
+    """Every entry of ``parse_workers`` output for the server ``url``: the worker itself, or all of its data-parallel
+    ranks (``url@0``, ``url@1``, ... of a ``--dp-aware`` smg), in rank order. C43: a drain removes them all."""
+    want = normalize_url(split_rank(url)[0])
+    found = [worker for worker in workers if worker.get('base', worker['url']) == want]
+    return sorted(found, key=lambda worker: -1 if worker.get('rank') is None else worker['rank'])
 
 
 def parse_load(body):
-    """Running and queued requests from a worker's ``GET /get_load`` answer, summed over dp ranks.
+    """Running and queued requests of a worker, summed over its data-parallel ranks.
+
+    Reads either answer:
+
+    * ``GET /v1/loads`` (SGLang 0.5.9 on; the only one in 0.5.23, ``sglang/srt/entrypoints/v1_loads.py``):
+      ``{"loads": [{"dp_rank": 0, "num_running_reqs": 1, "num_waiting_reqs": 0, ...}], ...}``;
+    * ``GET /get_load`` (SGLang 0.5.9, "deprecated - use /v1/loads instead"; gone in 0.5.23):
+      ``[{"dp_rank": 0, "num_reqs": 1, "num_waiting_reqs": 0, "num_tokens": 42}]``, a single object in older releases;
+      ``num_reqs`` counts the running requests.
 
     Returns ``{'running': int, 'queued': int, 'ranks': int}``; raises ValueError on another shape.
     """
-    entries = body if isinstance(body, list) else [body]
+    if isinstance(body, dict) and isinstance(body.get('loads'), list):
+        entries, running_key, where = body['loads'], 'num_running_reqs', 'GET /v1/loads'
+    else:
+        entries, running_key, where = (body if isinstance(body, list) else [body]), 'num_reqs', 'GET /get_load'
     running = queued = 0
     for entry in entries:
-        if not isinstance(entry, dict) or 'num_reqs' not in entry:
-            raise ValueError('GET /get_load answered no num_reqs: %r' % (body,))
-        running += int(entry.get('num_reqs') or 0)
+        if not isinstance(entry, dict) or running_key not in entry:
+            raise ValueError('%s answered no %s: %r' % (where, running_key, body))
+        running += int(entry.get(running_key) or 0)
         queued += int(entry.get('num_waiting_reqs') or 0)
     return {'running': running, 'queued': queued, 'ranks': len(entries)}
 
@@ -101,10 +146,25 @@ def worker_action(state, present):
 
 
 def settled(state, worker, want_healthy=True):
-    """Whether the router's view has reached ``state`` for a worker entry (or None when not listed)."""
+    """Whether the router's view has reached ``state`` for a worker entry (or None when not listed), or for the
+    list of its ranks (``find_workers``): absent - none listed; present - listed and, with ``want_healthy``, every
+    rank healthy and as many ranks as the first one's ``dp_size`` says (C43: a re-add waits for all of them)."""
+    ranks = worker if isinstance(worker, list) else ([] if worker is None else [worker])
     if state == 'absent':
-        return worker is None
-    return worker is not None and (worker['healthy'] or not want_healthy)
+        return not ranks
+    if not ranks:
+        return False
+    if not want_healthy:
+        return True
+    expected = ranks[0].get('dp_size')
+    if isinstance(expected, int) and len(ranks) < expected:
+        return False
+    return all(rank['healthy'] for rank in ranks)
+
+
+def failed_ranks(ranks):
+    """The URLs of the ranks smg lists as ``failed`` (terminal: the router does not retry them)."""
+    return [rank['url'] for rank in ranks if rank.get('status') == 'failed']
 
 
 def drained(load):

@@ -19,14 +19,18 @@ description:
     C(POST /workers) with the body a JSON object with the key C(url) and C(DELETE /workers/<id>) both answer 202 and act
     in the background.
   - With O(state=present) the worker must end up listed and healthy (the router checks its C(/health) and
-    reads its model info first).
+    reads its model info first); behind a C(--dp-aware) smg every data-parallel rank (C(http://h:p@0), C(@1), ...,
+    as many as their C(dp_size)) must be listed healthy, a rank smg lists as C(failed) ends the wait at once. With
+    O(state=absent) every rank is removed and the module waits until none is listed (field case C43).
   - With O(state=absent) and O(drain=true), once the router no longer lists the worker, the module polls
-    the worker's own C(GET /get_load) (SGLang; one entry per data-parallel rank with C(num_reqs) running and
-    C(num_waiting_reqs) queued requests) until both are 0 or O(drain_timeout) passes. A worker that does not
-    answer at all counts as drained (nothing can be in flight on it). A worker whose C(/get_load) answers
+    the worker's own C(GET /v1/loads) (SGLang 0.5.9 on, the only one in 0.5.23 - C(sglang/srt/entrypoints/v1_loads.py);
+    one entry per data-parallel rank with C(num_running_reqs) and C(num_waiting_reqs)), else, when that answers 404,
+    C(GET /get_load) (0.5.9, deprecated; C(num_reqs) running and C(num_waiting_reqs) queued), until both are 0 or
+    O(drain_timeout) passes. A worker that does not
+    answer at all counts as drained (nothing can be in flight on it). A worker whose C(/v1/loads) answers
     anything but a load is not waited for - 401 or 403 (it runs with C(--api-key) and O(drain_api_key) is
     missing or wrong; the reason says C(the server requires an API key) or C(the key was refused), and the
-    module warns), 404 on a build without it, or a failed TLS handshake (C(TLS failed ...)). None of these nor
+    module warns), 404 on a build without either, or a failed TLS handshake (C(TLS failed ...)). None of these nor
     a passed deadline is an error; RV(drain) says which (C(drained), C(reason)), and SGLang's own SIGTERM drain
     still finishes the requests in flight.
   - The router's worker API is authenticated with O(api_key), sent in the header C(Authorization) as
@@ -194,10 +198,18 @@ operation:
   sample: remove
   choices: [add, remove, none]
 worker_id:
-  description: The router's id of the worker (before removal, or after registration); null when unknown.
+  description: The router's id of the worker (before removal, or after registration); null when unknown. For the
+    data-parallel ranks of a C(--dp-aware) smg (C(http://h:p@0), C(@1), ...) the id of the first rank.
   returned: always
   type: str
   sample: 06477e36-319c-4d0d-a49e-d548b55a0dfb
+worker_ids:
+  description: The router's ids of every rank of the worker (one without C(--dp-aware)); all are removed by
+    O(state=absent) (field case C43).
+  returned: always
+  type: list
+  elements: str
+  sample: [06477e36-319c-4d0d-a49e-d548b55a0dfb]
 workers:
   description: The router's worker URLs at the end (normalized, sorted).
   returned: always
@@ -291,28 +303,39 @@ class RouterWorker(object):
 
     def load(self):
         """(parse_load of the worker or None, reason): reason is None for a load, 'not listening' when nothing
-        answers (nothing can be in flight), else why the load is unknown."""
-        answer = self.request('GET', self.drain_url + '/get_load', token=self.p['drain_api_key'])
-        if answer.status is None:
-            if answer.tls:
-                return None, 'TLS failed (GET /get_load): %s' % answer.error
-            return None, 'not listening'
-        refusal = _http.auth_refusal(answer.status, bool(self.p['drain_api_key']))
-        if refusal:
-            return None, '%s (GET /get_load answered %d)' % (refusal, answer.status)
-        if answer.status != 200:
-            return None, 'GET /get_load answered %s' % answer.status
-        try:
-            return _router.parse_load(answer.json()), None
-        except ValueError:
-            return None, 'GET /get_load answered no load'
+        answers (nothing can be in flight), else why the load is unknown. Reads GET /v1/loads (SGLang 0.5.9 on, the
+        only one in 0.5.23), and GET /get_load (deprecated in 0.5.9) when the first answers 404."""
+        for path in ('/v1/loads', '/get_load'):
+            answer = self.request('GET', self.drain_url + path, token=self.p['drain_api_key'])
+            if answer.status == 404 and path == '/v1/loads':
+                continue
+            if answer.status is None:
+                if answer.tls:
+                    return None, 'TLS failed (GET %s): %s' % (path, answer.error)
+                return None, 'not listening'
+            refusal = _http.auth_refusal(answer.status, bool(self.p['drain_api_key']))
+            if refusal:
+                return None, '%s (GET %s answered %d)' % (refusal, path, answer.status)
+            if answer.status != 200:
+                return None, 'GET %s answered %s' % (path, answer.status)
+            try:
+                return _router.parse_load(answer.json()), None
+            except ValueError:
+                return None, 'GET %s answered no load' % path
+        return None, 'GET /get_load answered 404'
 
     def wait_settled(self, state, deadline):
+        """Poll GET /workers until every rank of the worker is gone (absent) or listed healthy (present, as many
+        ranks as their dp_size says); returns the ranks. A rank smg lists as failed ends the wait at once."""
         delays = _router.poll_delays(self.p['interval'])
         while True:
-            listed = _router.find_worker(self.workers(), self.url)
+            listed = _router.find_workers(self.workers(), self.url)
             if _router.settled(state, listed):
                 return listed
+            failed = _router.failed_ranks(listed) if state == 'present' else []
+            if failed:
+                raise RouterError('the router at %s lists %s as failed (it does not retry a failed worker): '
+                                  'check the server, then run again' % (self.router, ', '.join(failed)))
             if time.time() >= deadline:
                 raise RouterError('the router at %s did not %s %s within %.0f s (last seen: %s)' % (
                     self.router, 'list as healthy' if state == 'present' else 'drop', self.url,
@@ -352,24 +375,26 @@ class RouterWorker(object):
         removed_at = began
         state = self.p['state']
         before = self.workers()
-        listed = _router.find_worker(before, self.url)
+        ranks = _router.find_workers(before, self.url)
+        listed = ranks[0] if ranks else None
         action = _router.worker_action(state, listed)
-        if state == 'present' and listed is not None and not listed['healthy']:
-            action = 'none'   # listed but not yet healthy: only wait
+        if state == 'present' and ranks and not _router.settled('present', ranks):
+            action = 'none'   # listed but not yet healthy (or not every rank yet): only wait
         result = dict(changed=action != 'none', operation=action,
-                      worker_id=listed['id'] if listed else None)
+                      worker_id=listed['id'] if listed else None, worker_ids=[w['id'] for w in ranks])
         before_urls = sorted(w['url'] for w in before)
         after_urls = list(before_urls)
         if action == 'add':
             after_urls = sorted(before_urls + [self.url])
         elif action == 'remove':
-            after_urls = [u for u in before_urls if u != self.url]
+            gone = set(w['url'] for w in ranks)
+            after_urls = [u for u in before_urls if u not in gone]
         if self.module._diff:
             result['diff'] = dict(before='\n'.join(before_urls) + '\n', after='\n'.join(after_urls) + '\n',
                                   before_header='%s/workers' % self.router, after_header='%s/workers' % self.router)
         if self.module.check_mode:
-            result.update(workers=after_urls, healthy=bool(listed and listed['healthy']) and state == 'present',
-                          elapsed=round(time.time() - began, 3))
+            result.update(workers=after_urls, healthy=bool(ranks) and _router.settled('present', ranks)
+                          and state == 'present', elapsed=round(time.time() - began, 3))
             return result
 
         if action == 'add':
@@ -383,21 +408,24 @@ class RouterWorker(object):
             if isinstance(body, dict) and body.get('worker_id'):
                 result['worker_id'] = body['worker_id']
         elif action == 'remove':
+            # C43: every data-parallel rank (url@0, url@1, ... of a --dp-aware smg) is its own worker.
             removed_at = time.time()
-            status, body = self.http('DELETE', '%s/workers/%s' % (self.router, listed['id']))
-            if status not in (200, 202, 204, 404):
-                raise RouterError('DELETE %s/workers/%s (%s) answered %s: %s' % (
-                    self.router, listed['id'], self.url, status, to_native(body)[:300]))
+            for rank in ranks:
+                status, body = self.http('DELETE', '%s/workers/%s' % (self.router, rank['id']))
+                if status not in (200, 202, 204, 404):
+                    raise RouterError('DELETE %s/workers/%s (%s) answered %s: %s' % (
+                        self.router, rank['id'], rank['url'], status, to_native(body)[:300]))
 
-        final = listed
+        final = ranks
         if self.p['wait']:
             final = self.wait_settled(state, time.time() + self.p['timeout'])
-            if final is not None and final.get('id'):
-                result['worker_id'] = final['id']
-        if state == 'absent' and self.p['drain'] and listed is not None:
+            if final:
+                result['worker_id'] = final[0].get('id')
+                result['worker_ids'] = [w['id'] for w in final]
+        if state == 'absent' and self.p['drain'] and ranks:
             result['drain'] = self.drain(removed_at)
         result['workers'] = sorted(w['url'] for w in self.workers())
-        result['healthy'] = bool(final and final['healthy']) and state == 'present'
+        result['healthy'] = bool(final) and _router.settled('present', final) and state == 'present'
         result['elapsed'] = round(time.time() - began, 3)
         return result
 

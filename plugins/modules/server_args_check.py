@@ -391,7 +391,14 @@ try:
     parser.exit = _exit
     if "--config" in argv:
         try:
-            from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
+            try:
+                # SGLang 0.5.19 on: sglang/srt/utils/server_args_config_parser.py
+                from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
+            except ModuleNotFoundError as exc:
+                if getattr(exc, "name", None) not in ("sglang.srt.utils.server_args_config_parser", "sglang.srt.utils"):
+                    raise
+                # SGLang before 0.5.19 (0.5.9 included): sglang/srt/server_args_config_parser.py
+                from sglang.srt.server_args_config_parser import ConfigArgumentMerger
             argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
             out["argv"] = argv
         except (_Rejected, _Exited):

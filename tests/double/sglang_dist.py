@@ -40,7 +40,8 @@ def package_files(version: str = "") -> List[Tuple[str, bytes]]:
     Without ``version``: as in the source tree. With it: ``sglang/version.py``
     says ``__version__ = "<version>"`` (ValueError for a version the double
     cannot play, see ``sglang.version.release``), and the modules that version
-    no longer has (``sglang.version.DROPPED_MODULES``) are left out. Byte-code and __pycache__ are
+    no longer has (``sglang.version.DROPPED_MODULES``) are left out, those it
+    has elsewhere (``sglang.version.MOVED_MODULES``) are under their new path. Byte-code and __pycache__ are
     left out.
     """
     if version:
@@ -66,6 +67,10 @@ def package_files(version: str = "") -> List[Tuple[str, bytes]]:
         gone = set(path for path, since in versions.DROPPED_MODULES.items()
                    if versions.release(version) >= versions.release(since))
         files = [(path, data) for path, data in files if path not in gone]
+        # ... and has the modules that moved (sglang.version.MOVED_MODULES) under their new path.
+        moved = dict((path, new) for path, (new, since) in versions.MOVED_MODULES.items()
+                     if versions.release(version) >= versions.release(since))
+        files = [(moved.get(path, path), data) for path, data in files]
     return sorted(files)
 
 

@@ -10,6 +10,7 @@ import base64
 import csv
 import hashlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import pytest
 from test_double import Server, make_model, subreaper, wait_for  # noqa: F401  pylint: disable=unused-import
 
 HERE = Path(__file__).resolve().parent
-BUILDS = ("0.5.9", "0.5.10", "0.5.10.post1")
+BUILDS = ("0.5.9", "0.5.10", "0.5.10.post1", "0.5.23")
 BASE_PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 # nothing of the source tree or the caller's environment may leak into the venvs
 CLEAN_ENV = {k: v for k, v in os.environ.items()
@@ -195,6 +196,62 @@ def test_only_the_post1_build_never_gets_healthy(venvs, tmp_path, subreaper):  #
         assert broken.state("main")["fail_modes"] == ["never_healthy"]
         assert "fired up" not in broken.log() and "fired up" in healthy.log()
         assert healthy.state("main")["fail_modes"] == []
+    finally:
+        for server in started:
+            server.kill_all()
+
+
+CONFIG_MODULES = ("sglang.srt.server_args_config_parser", "sglang.srt.utils.server_args_config_parser")
+
+
+@pytest.mark.parametrize("version, present", [
+    ("0.5.9", "sglang.srt.server_args_config_parser"),       # 0.5.9: sglang/srt/server_args_config_parser.py
+    ("0.5.10", "sglang.srt.server_args_config_parser"),
+    ("0.5.23", "sglang.srt.utils.server_args_config_parser"),  # 0.5.19 on: sglang/srt/utils/...
+])
+def test_config_parser_module_path_per_version(venvs, tmp_path, version, present):
+    """C35: the --config parser is importable at the path the version has, and only there; --config works end to
+    end through prepare_server_args and through ConfigArgumentMerger (what the collection's pre-flight calls)."""
+    venv = venvs[version]
+    for module in CONFIG_MODULES:
+        found = in_venv(venv, "import importlib.util as u; print(u.find_spec(%r) is not None)" % module, cwd=tmp_path)
+        assert found.stdout.strip() == str(module == present), (version, module, found.stderr)
+    model = make_model(tmp_path / "m")
+    config = tmp_path / "server.yaml"
+    config.write_text("tp-size: 2\nport: 31000\n")
+    code = ("import argparse; from sglang.srt.server_args import prepare_server_args, ServerArgs; "
+            "from %s import ConfigArgumentMerger; "
+            "a = prepare_server_args(['--model-path', %r, '--config', %r]); "
+            "p = argparse.ArgumentParser(); ServerArgs.add_cli_args(p); "
+            "m = ConfigArgumentMerger(p).merge_config_with_args(['--model-path', 'x', '--config', %r]); "
+            "print(a.tp_size, a.port, ' '.join(m))" % (present, str(model), str(config), str(config)))
+    got = in_venv(venv, code, cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.split("\n")[-2] == "2 31000 --tp-size 2 --port 31000 --model-path x"
+
+
+def test_0_5_23_answers_v1_loads_and_no_longer_get_load(venvs, tmp_path, subreaper):  # noqa: F811  pylint: disable=redefined-outer-name
+    """0.5.23 (sglang/srt/entrypoints/v1_loads.py, no /get_load route in http_server.py): /v1/loads per dp rank
+    with num_running_reqs/num_waiting_reqs; /get_load is 404. 0.5.9 answers both."""
+    started = []
+    try:
+        for version in ("0.5.9", "0.5.23"):
+            root = tmp_path / version
+            root.mkdir()
+            started.append(Server(root, args=("--dp-size", "2"),
+                                  launcher=[str(venvs[version] / "bin" / "python"), "-m", "sglang.launch_server"],
+                                  env={"PYTHONPATH": None, "SGLANG_DOUBLE_FAIL": None}))
+        old, new = started
+        for server in started:
+            server.wait_ready()
+        status, body = new.get("/v1/loads")
+        assert status == 200
+        answer = json.loads(body)
+        assert answer["version"] == "0.5.23"
+        assert [(x["dp_rank"], x["num_running_reqs"], x["num_waiting_reqs"]) for x in answer["loads"]] == [(0, 0, 0), (1, 0, 0)]
+        assert [x["dp_rank"] for x in json.loads(new.get("/v1/loads?dp_rank=1")[1])["loads"]] == [1]
+        assert new.get("/get_load")[0] == 404
+        assert old.get("/get_load")[0] == 200 and old.get("/v1/loads")[0] == 200
     finally:
         for server in started:
             server.kill_all()

@@ -280,8 +280,8 @@ def test_secured_out_drained_and_back_with_the_keys_and_a_proxy_around(secured_f
 
 
 @pytest.mark.parametrize("drain_key, words", [
-    (None, "the server requires an API key (GET /get_load answered 401)"),
-    ("sk-wrong", "the key was refused (GET /get_load answered 401)"),
+    (None, "the server requires an API key (GET /v1/loads answered 401)"),
+    ("sk-wrong", "the key was refused (GET /v1/loads answered 401)"),
 ])
 def test_secured_drain_reports_a_missing_or_wrong_worker_key(secured_fleet, drain_key, words):
     router, w2 = secured_fleet["router"], secured_fleet["workers"][1]

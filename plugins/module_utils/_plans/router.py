@@ -16,7 +16,7 @@ that must compose argv the same way).
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _http, _secrets
+from ansible_collections.inferops.sglang.plugins.module_utils import _http, _router_generations, _secrets
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import urls
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import args_to_argv
@@ -126,7 +126,11 @@ def router_plan(inputs, hostvars=None):
         router: ``_http.base_url``, a wildcard bind on loopback), ``args`` (host, port, policy, then ``args``),
         ``python`` (the venv's interpreter), ``argv`` (the args as argv words; [] while there are problems),
         ``file_args`` (absolute paths the router reads), ``capabilities`` (list: CAP_NET_BIND_SERVICE below port 1024),
-        ``workers`` (the worker URLs), ``problems`` (list of str: what to fix, empty when none).
+        ``workers`` (the worker URLs), from ``_router_generations`` for ``version``: ``generation``
+        (``sglang-router`` up to 0.3.2, ``smg`` from 0.4), ``package`` (the PyPI name), ``requirement``
+        (``<package>==<version>``), ``launch_module`` (``sglang_router.launch_router`` or ``smg.launch_router``),
+        ``timeout_stop_sec`` (the unit's TimeoutStopSec=: the router's graceful shutdown period plus a margin),
+        ``problems`` (list of str: what to fix, empty when none).
     :raises TypeError: when ``inputs`` is not a mapping; ValueError for a bad port of this host's server.
     """
     if not hasattr(inputs, 'get'):
@@ -143,6 +147,18 @@ def router_plan(inputs, hostvars=None):
             '(mode 0600, owned by router_user) and the router reads them from there.' % ', '.join(secret_flags))
     problems += _key_problems(p)
     problems += _worker_problems(p)
+    try:
+        generation = _router_generations.router_generation(p.get('version'))
+    except ValueError as exc:
+        generation = _router_generations.router_generation('0.3.2')
+        if _only_str(p.get('version')):   # an empty one is in the settings' problem already
+            problems.append('%s; set router_version to a release of sglang-router (up to 0.3.2) or smg (0.4 on).'
+                            % exc)
+    try:
+        timeout_stop_sec = _router_generations.router_timeout_stop_sec(args)
+    except ValueError as exc:
+        timeout_stop_sec = 0
+        problems.append('router_args: %s.' % exc)
     try:
         port = int(p.get('port'))
     except (TypeError, ValueError):
@@ -174,5 +190,10 @@ def router_plan(inputs, hostvars=None):
         'file_args': file_args,
         'capabilities': ['CAP_NET_BIND_SERVICE'] if 0 < port < 1024 else [],
         'workers': list(p.get('worker_urls') or []),
+        'generation': generation['generation'],
+        'package': generation['package'],
+        'requirement': generation['requirement'],
+        'launch_module': generation['launch_module'],
+        'timeout_stop_sec': timeout_stop_sec,
         'problems': problems,
     }

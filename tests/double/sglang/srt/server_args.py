@@ -37,7 +37,10 @@ import warnings
 from typing import Any, Dict, List, Optional
 
 from sglang import version as _version
-from sglang.srt.server_args_config_parser import ConfigSubsetError, merge_config_with_args
+if _version.at_least("0.5.19"):  # SGLang 0.5.19 moved it under sglang/srt/utils/ (0.5.23's prepare_server_args)
+    from sglang.srt.utils.server_args_config_parser import ConfigSubsetError, merge_config_with_args
+else:  # SGLang 0.5.9's prepare_server_args: from sglang.srt.server_args_config_parser import ...
+    from sglang.srt.server_args_config_parser import ConfigSubsetError, merge_config_with_args
 
 try:  # the reader of the spec v2 environment switch; not in the builds from 0.5.10 on
     from sglang.srt import spec_v2 as _spec_v2

@@ -439,3 +439,16 @@ def merge_config_with_args(argv: List[str], parser: argparse.ArgumentParser) -> 
     config_argv = config_to_argv(read_config(path), parser)
     at = argv.index("--config")
     return config_argv + argv[:at] + argv[at + 2:]
+
+
+class ConfigArgumentMerger:
+    """SGLang's entry point to the merge, as ``prepare_server_args`` and the collection's pre-flight call it:
+    ``ConfigArgumentMerger(parser).merge_config_with_args(cli_args)`` -> the merged argv (0.5.9
+    ``sglang/srt/server_args_config_parser.py``, 0.5.23 ``sglang/srt/utils/server_args_config_parser.py``:
+    same constructor ``(parser=None, boolean_actions=None)`` and method in both)."""
+
+    def __init__(self, parser: Optional[argparse.ArgumentParser] = None, boolean_actions: Optional[List[str]] = None):
+        self.parser = parser if parser is not None else argparse.ArgumentParser()
+
+    def merge_config_with_args(self, cli_args: List[str]) -> List[str]:
+        return merge_config_with_args(list(cli_args), self.parser)

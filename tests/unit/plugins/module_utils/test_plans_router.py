@@ -129,3 +129,31 @@ def test_every_problem_at_once():
 def test_refuses_what_is_not_a_mapping():
     with pytest.raises(TypeError):
         router_plan(['host'])
+
+
+@pytest.mark.parametrize('version, generation, requirement, module', [
+    ('0.3.2', 'sglang-router', 'sglang-router==0.3.2', 'sglang_router.launch_router'),
+    ('1.13.0', 'smg', 'smg==1.13.0', 'smg.launch_router'),
+])
+def test_the_version_picks_the_package_c42(version, generation, requirement, module):
+    """C42: router_version 1.13.0 installs smg and starts it through its own module; 0.3.2 still sglang-router."""
+    p = plan(version=version)
+    assert p['problems'] == []
+    assert (p['generation'], p['requirement'], p['launch_module']) == (generation, requirement, module)
+    assert p['package'] == requirement.split('==')[0]
+
+
+def test_a_version_of_neither_router_is_a_problem():
+    p = plan(version='0.3.7')
+    assert len(p['problems']) == 1 and 'smg starts at 0.4' in p['problems'][0]
+
+
+@pytest.mark.parametrize('args, expected', [({}, 195), ({'shutdown-grace-period-secs': 300}, 315)])
+def test_the_unit_outwaits_the_graceful_shutdown(args, expected):
+    """The unit's TimeoutStopSec= is never shorter than the router's drain on shutdown (180 s by default)."""
+    assert plan(args=args)['timeout_stop_sec'] == expected
+
+
+def test_a_grace_period_that_is_no_number_is_a_problem():
+    p = plan(args={'shutdown-grace-period-secs': 'long'})
+    assert p['timeout_stop_sec'] == 0 and 'shutdown-grace-period-secs' in p['problems'][0]

@@ -119,8 +119,8 @@ def test_no_worker_key_no_api_key_field(fleet, capsys):
 
 
 @pytest.mark.parametrize('drain_key, words', [
-    (None, 'the server requires an API key (GET /get_load answered 401)'),
-    ('wrong', 'the key was refused (GET /get_load answered 401)'),
+    (None, 'the server requires an API key (GET /v1/loads answered 401)'),
+    ('wrong', 'the key was refused (GET /v1/loads answered 401)'),
 ])
 def test_the_drain_reports_a_refused_key_without_waiting(fleet, capsys, drain_key, words):
     router, worker = fleet(worker_key=WORKER)
@@ -130,7 +130,8 @@ def test_the_drain_reports_a_refused_key_without_waiting(fleet, capsys, drain_ke
     assert out['drain']['reason'] == words
     assert out['drain']['drained'] is False and out['drain']['deadline_passed'] is False
     assert out['drain']['seconds'] < 5
-    assert len([s for s in worker.seen if s['path'] == '/get_load']) == 1
+    # The key is refused on GET /v1/loads already: no second try on /get_load.
+    assert [s['path'] for s in worker.seen if s['path'] in ('/v1/loads', '/get_load')] == ['/v1/loads']
     assert words in json.dumps(out['warnings'])   # warnings are structured in the raw module output
 
 
@@ -159,7 +160,7 @@ def test_a_drain_that_fails_in_tls_is_not_taken_for_an_idle_worker(fleet, capsys
     code, out, raw = run(capsys, router_url=router.url, url=worker.url, ca_path=cert[0], state='absent',
                          api_key=ADMIN, drain_url=worker.url.replace('http://', 'https://'))
     assert code == 0 and out['changed'] is True
-    assert out['drain']['reason'].startswith('TLS failed (GET /get_load): ')
+    assert out['drain']['reason'].startswith('TLS failed (GET /v1/loads): ')
     assert out['drain']['drained'] is False
 
 

@@ -547,3 +547,82 @@ def test_config_file_content_is_an_input(recorded_sglang, tmp_path, monkeypatch)
     monkeypatch.setattr(_args_check_cache, 'file_digest', lambda path: 'b' * 64)
     assert run_module(params, (ExitJson, FailJson))['cached'] is False
     assert len(runs) == 2
+
+
+STUB_CONFIG_MERGER = textwrap.dedent('''
+    class ConfigArgumentMerger:
+        # Stands in for SGLang's ConfigArgumentMerger: "key: value" lines become "--key value" before the CLI args.
+        def __init__(self, parser):
+            self.parser = parser
+
+        def merge_config_with_args(self, cli_args):
+            at = cli_args.index("--config")
+            path = cli_args[at + 1]
+            rest = cli_args[:at] + cli_args[at + 2:]
+            merged = []
+            with open(path) as handle:
+                for line in handle:
+                    key, _, value = line.partition(":")
+                    merged += ["--" + key.strip(), value.strip()]
+            return merged + rest
+''')
+
+
+def _config_parser_at(stub, module_path, content=STUB_CONFIG_MERGER):
+    """Put the stand-in config parser at ``module_path`` (dotted, under the stub's site directory)."""
+    parts = module_path.split('.')
+    package = os.path.join(stub, *parts[:-1])
+    os.makedirs(package, exist_ok=True)
+    init = os.path.join(package, '__init__.py')
+    if not os.path.exists(init):
+        with open(init, 'w') as handle:
+            handle.write('')
+    with open(os.path.join(package, parts[-1] + '.py'), 'w') as handle:
+        handle.write(content)
+
+
+@pytest.mark.parametrize('module_path', [
+    # SGLang 0.5.19 and later (0.5.23: sglang/srt/utils/server_args_config_parser.py)
+    'sglang.srt.utils.server_args_config_parser',
+    # SGLang before 0.5.19 (0.5.9: sglang/srt/server_args_config_parser.py) - field case C35
+    'sglang.srt.server_args_config_parser',
+])
+def test_config_is_merged_by_the_installed_versions_parser(stub_sglang, tmp_path, module_path):
+    """C35: ``--config`` is read with the parser module the installed SGLang has, the new path first, then the old."""
+    _config_parser_at(stub_sglang, module_path)
+    config = tmp_path / 'server.yaml'
+    config.write_text('tp-size: two\n')
+    result = run_module(params_for(stub_sglang, ['--model-path', '/m', '--config', str(config)]), FailJson)
+    # The value came from the YAML through the merger: the parser saw it.
+    assert "'two'" in result['msg'] and '--tp-size' in result['msg'], result['msg']
+    assert 'ModuleNotFoundError' not in result['msg']
+    config.write_text('tp-size: 2\n')
+    assert run_module(params_for(stub_sglang, ['--model-path', '/m', '--config', str(config)]), ExitJson)['valid'] is True
+
+
+def test_config_new_path_wins_over_the_old(stub_sglang, tmp_path):
+    """With both modules present (an upgraded tree with a leftover file) the 0.5.19+ one is used."""
+    _config_parser_at(stub_sglang, 'sglang.srt.utils.server_args_config_parser')
+    _config_parser_at(stub_sglang, 'sglang.srt.server_args_config_parser', 'raise RuntimeError("old parser used")\n')
+    config = tmp_path / 'server.yaml'
+    config.write_text('tp-size: 4\n')
+    result = run_module(params_for(stub_sglang, ['--model-path', '/m', '--config', str(config)]), ExitJson)
+    assert result['valid'] is True
+
+
+def test_config_without_any_parser_module_is_rejected_naming_it(stub_sglang, tmp_path):
+    config = tmp_path / 'server.yaml'
+    config.write_text('tp-size: 2\n')
+    result = run_module(params_for(stub_sglang, ['--model-path', '/m', '--config', str(config)]), FailJson)
+    assert 'ModuleNotFoundError' in result['msg']
+    assert 'server_args_config_parser' in result['msg']
+
+
+def test_config_parser_failing_inside_is_not_hidden_by_the_fallback(stub_sglang, tmp_path):
+    """An ImportError raised inside the new module (a missing dependency) is reported, not taken for an old SGLang."""
+    _config_parser_at(stub_sglang, 'sglang.srt.utils.server_args_config_parser', 'import yaml_not_installed_here\n')
+    _config_parser_at(stub_sglang, 'sglang.srt.server_args_config_parser')
+    config = tmp_path / 'server.yaml'
+    config.write_text('tp-size: 2\n')
+    result = run_module(params_for(stub_sglang, ['--model-path', '/m', '--config', str(config)]), FailJson)
+    assert 'yaml_not_installed_here' in result['msg']

@@ -59,6 +59,7 @@ from sglang.srt.utils.common import (
     uvicorn_logger,
     write_state,
 )
+from sglang import version as _version
 from sglang.version import __version__
 
 logger = logging.getLogger(__name__)
@@ -289,6 +290,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch("OPTIONS")
 
     def _routes(self) -> Dict[str, Tuple[Tuple[str, ...], Any]]:
+        routes = self._all_routes()
+        if _version.at_least(_version.GET_LOAD_GONE):  # 0.5.23's http_server.py has no /get_load
+            del routes["/get_load"]
+        return routes
+
+    def _all_routes(self) -> Dict[str, Tuple[Tuple[str, ...], Any]]:
         return {
             "/health": (("GET",), self.health),
             "/health_generate": (("GET",), self.health),
@@ -298,6 +305,7 @@ class _Handler(BaseHTTPRequestHandler):
             "/get_model_info": (("GET",), self.model_info),
             "/model_info": (("GET",), self.model_info),
             "/get_load": (("GET",), self.get_load),
+            "/v1/loads": (("GET",), self.v1_loads),
             "/metrics": (("GET",), self.metrics),
             "/generate": (("POST",), self.generate),
             "/encode": (("POST", "PUT"), self.encode),
@@ -445,6 +453,43 @@ class _Handler(BaseHTTPRequestHandler):
 
     def get_load(self, _body: bytes) -> None:
         self._json(200, self.st.loads())
+
+    def v1_loads(self, _body: bytes) -> None:
+        """``GET /v1/loads[?dp_rank=N]`` as SGLang 0.5.23 answers it (``sglang/srt/entrypoints/v1_loads.py``
+        ``get_loads``; each entry ``LoadSnapshot.to_dict`` of ``sglang/srt/managers/load_snapshot.py``, core keys):
+        ``{"timestamp": ISO 8601, "version", "accelerator", "num_accelerators", "loads": [{"dp_rank",
+        "num_running_reqs", "num_waiting_reqs", "num_used_tokens", "num_total_tokens", "max_running_requests",
+        "token_usage", ...}, ...]}``, one entry per data-parallel rank. Unlike 0.5.9's ``/get_load`` (``num_reqs``:
+        running, ``num_waiting_reqs``, ``num_tokens``), the counts are ``num_running_reqs`` and ``num_waiting_reqs``.
+        A ``dp_rank`` that is not an integer is 422 (FastAPI), one no rank has gives an empty list."""
+        query = urlsplit(self.path).query
+        params = dict(p.partition("=")[::2] for p in query.split("&") if p)
+        cap = self.st.server_args.max_running_requests or 2048
+        want = params.get("dp_rank")
+        if want is not None and not want.lstrip("-").isdigit():
+            self._json(422, {"detail": [{"type": "int_parsing", "loc": ["query", "dp_rank"],
+                                         "msg": "Input should be a valid integer, unable to parse string as an integer"}]})
+            return
+        loads = []
+        for load in self.st.loads():
+            if want is not None and load["dp_rank"] != int(want):
+                continue
+            used = load["num_tokens"]
+            total = max(cap * 1024, 1)
+            loads.append({
+                "timestamp": time.time(), "dp_rank": load["dp_rank"],
+                "num_running_reqs": load["num_reqs"], "num_waiting_reqs": load["num_waiting_reqs"],
+                "num_waiting_uncached_tokens": 0, "num_used_tokens": used, "num_total_tokens": total,
+                "num_active_tokens": total, "num_prealloc_ready_tokens": 0, "max_total_num_tokens": total,
+                "max_running_requests": cap, "token_usage": round(used / float(total), 4),
+                "gen_throughput": 0.0, "cache_hit_rate": 0.0, "utilization": 0.0,
+                "total_prefill_uncached_tokens": 0, "total_prefill_busy_us": 0, "decode_moments": None,
+            })
+        self._json(200, {
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), "version": __version__,
+            "accelerator": None, "num_accelerators": self.st.server_args.tp_size,
+            "loads": loads,
+        })
 
     def metrics(self, _body: bytes) -> None:
         name = self.st.server_args.served_model_name
