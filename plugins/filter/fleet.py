@@ -15,7 +15,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _fleet
-from ansible_collections.inferops.sglang.plugins.module_utils._plans import fleet, urls
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import fleet, monitoring, urls
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 
@@ -72,4 +72,5 @@ class FilterModule(object):
             'worker_urls': as_filter(urls.worker_urls, 'worker_urls'),
             'worker_config_paths': as_filter(urls.worker_config_paths, 'worker_config_paths'),
             'fleet_summary_rows': fleet_summary_rows,
+            'prometheus_targets': as_filter(monitoring.prometheus_targets, 'prometheus_targets'),
         }
