@@ -34,11 +34,11 @@ METRICS = {'model-path': '/models/Qwen3-8B', 'enable-metrics': True}
                                              'role': 'worker', '__scheme__': 'https'}}]),
     # the inventory's worker URL wins (C44: the one URL rule), IPv6 in brackets
     ({'gpu1': {'service_server_args': METRICS, 'inferops_sglang_worker_url': 'http://10.0.0.5:30000'}},
-     [{'targets': ['10.0.0.5:30000'], 'labels': {'host': 'gpu1', 'model': '/models/Qwen3-8B', 'version': 'unknown',
-                                                  'role': 'worker'}}]),
+     [{'targets': ['10.0.0.5:30000'],
+       'labels': {'host': 'gpu1', 'model': '/models/Qwen3-8B', 'version': 'unknown', 'role': 'worker'}}]),
     ({'fd00::1': {'service_server_args': METRICS}},
-     [{'targets': ['[fd00::1]:30000'], 'labels': {'host': 'fd00::1', 'model': '/models/Qwen3-8B', 'version': 'unknown',
-                                                   'role': 'worker'}}]),
+     [{'targets': ['[fd00::1]:30000'],
+       'labels': {'host': 'fd00::1', 'model': '/models/Qwen3-8B', 'version': 'unknown', 'role': 'worker'}}]),
 ])
 def test_server_targets(hostvars, expected):
     assert prometheus_targets(list(hostvars), hostvars) == expected
