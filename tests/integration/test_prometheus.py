@@ -1,6 +1,7 @@
 """The shipped monitoring (roles/fleet/files/monitoring) checked by real tools (issue 30, item 5).
 
-* ``promtool check rules`` on the shipped alert rules.
+* ``promtool check rules`` on the shipped alert rules, and ``promtool test rules`` (sglang_alerts_test.yml beside
+  this file): every alert fires on the series it is written for.
 * A real Prometheus (Debian's package; scripts/setup.sh installs it) on localhost - a temporary directory, a free
   port, 1 s scrape and evaluation intervals - reads file_sd targets written by the fleet role's plan filter
   (module_utils ``_plans/monitoring.prometheus_targets``, the function behind ``fleet_prometheus_targets_dir``),
@@ -59,6 +60,21 @@ def test_promtool_checks_the_shipped_rules():
     result = subprocess.run(["promtool", "check", "rules", RULES], capture_output=True, text=True, check=False)
     print(result.stdout + result.stderr)
     assert result.returncode == 0 and "SUCCESS" in result.stdout
+
+
+def test_promtool_unit_tests_every_alert():
+    """tests/integration/sglang_alerts_test.yml: each alert fires on the series it is written for (a server down, two
+    restarts - a cutover and its rollback, a growing queue, a day of good figures and then a drop), not before."""
+    tests = os.path.join(os.path.dirname(__file__), "sglang_alerts_test.yml")
+    result = subprocess.run(["promtool", "test", "rules", tests], capture_output=True, text=True, check=False)
+    print(result.stdout + result.stderr)
+    assert result.returncode == 0 and "SUCCESS" in result.stdout
+    with open(RULES) as handle:
+        alerts = set(rule["alert"] for group in yaml.safe_load(handle)["groups"] for rule in group["rules"])
+    with open(tests) as handle:
+        tested = set(case["alertname"] for test in yaml.safe_load(handle)["tests"] for case in test["alert_rule_test"]
+                     if case["exp_alerts"])
+    assert alerts - tested == {"SGLangRouterDown"}  # the same rule as SGLangServerDown, on role="router"
 
 
 def test_prometheus_scrapes_the_double_and_fires_server_down():
