@@ -62,4 +62,3 @@ def test_prometheus_targets_written_by_the_fleet_role(tmp_path):
                                     "role": "worker"}
     assert groups[-1] == {"targets": ["router-01:29000"],
                           "labels": {"host": "router-01", "version": "0.3.2", "role": "router"}}
-
