@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Install what the demo and the tests need on a Debian 12 machine, as root, idempotently:
-# debootstrap, python3-venv and shellcheck (ansible-test sanity runs it) from Debian; a docker engine (the one that is
-# installed, Docker CE's docker-ce or Debian's docker.io, is used as it is; Debian's docker.io is installed only where
-# there is none; no package is ever removed); a pinned venv in .venv, the collections community.docker, ansible.posix
-# and community.general taken from the `ansible` wheel on PyPI (Galaxy is not needed), this collection linked into the
-# venv, a running dockerd, and the base image of the test containers.
+# debootstrap, python3-venv, shellcheck (ansible-test sanity runs it) and prometheus (its promtool and a real server for
+# tests/integration/test_prometheus.py; the tests do not use the package's service) from Debian; a docker engine (the
+# one that is installed, Docker CE's docker-ce or Debian's docker.io, is used as it is; Debian's docker.io is installed
+# only where there is none; no package is ever removed); a pinned venv in .venv, the collections community.docker,
+# ansible.posix and community.general taken from the `ansible` wheel on PyPI (Galaxy is not needed), this collection
+# linked into the venv, a running dockerd, and the base image of the test containers.
 # Source it (`. scripts/setup.sh`) to get PATH and the variables below.
 set -euo pipefail
 INFEROPS_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +18,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 [ "$(id -u)" = 0 ] || { echo "run as root (it installs Debian packages and starts dockerd)" >&2; exit 1; }
 
 need_pkgs=()
-for p in debootstrap python3-venv shellcheck; do
+for p in debootstrap python3-venv shellcheck prometheus; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need_pkgs+=("$p")
 done
 # Docker: use what is installed. Installing docker.io beside Docker CE would make apt remove docker-ce and containerd.io.

@@ -15,7 +15,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _fleet, _operations
-from ansible_collections.inferops.sglang.plugins.module_utils._plans import fleet, urls
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import fleet, monitoring, urls
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import command_diff
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
@@ -108,4 +108,5 @@ class FilterModule(object):
             'worker_config_paths': as_filter(urls.worker_config_paths, 'worker_config_paths'),
             'fleet_summary_rows': fleet_summary_rows,
             'fleet_summary_heading': fleet_summary_heading,
+            'prometheus_targets': as_filter(monitoring.prometheus_targets, 'prometheus_targets'),
         }

@@ -23,7 +23,7 @@ description:
     does not construct or resolve C(ServerArgs) (in SGLang 0.5.23 C(ServerArgs.__post_init__) does nothing and
     the validation beyond argparse lives in C(ServerArgs.resolve_once), which detects the platform and reads the
     model configuration), and, with O(hide_gpus), does not initialise CUDA. Importing C(sglang.srt.server_args)
-    imports torch, which takes a few seconds (3 s here, 16 s on an H200 host).
+    imports torch, which takes seconds - how many depends on the host (its disks, its CPUs, its load).
   - Meant to run before a running server is stopped, so that a command line the installed SGLang rejects
     is found while the old server still serves. For example SGLang 0.5.23 rejects C(--cuda-graph-max-bs)
     as ambiguous (it could match C(--cuda-graph-max-bs-decode) and C(--cuda-graph-max-bs-prefill)); which

@@ -609,7 +609,17 @@ def test_http_api(tp2):
     assert model_info["architectures"] == ["DeepseekV3ForCausalLM"]
     assert tp2.get("/nope")[0] == 404
     assert tp2.request("POST", "/health")[0] == 405
-    assert tp2.get("/metrics")[0] == 200
+    status, body = tp2.get("/metrics")
+    metrics = body.decode()
+    # SGLang 0.5.23 srt/observability/metrics_collector.py: names, types and labels
+    assert status == 200 and "# TYPE sglang:num_running_reqs gauge" in metrics
+    assert "# TYPE sglang:time_to_first_token_seconds histogram" in metrics
+    assert ('sglang:num_queue_reqs{model_name="%s",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"} 0'
+            % info["served_model_name"]) in metrics
+    generated = [line for line in metrics.splitlines() if line.startswith("sglang:generation_tokens_total{")]
+    assert len(generated) == 1 and 'is_streaming="false"' in generated[0] and float(generated[0].split()[-1]) >= 2
+    assert 'sglang:time_to_first_token_seconds_bucket{' in metrics and 'le="+Inf"} ' in metrics
+    assert "sglang:gen_throughput{" in metrics and "sglang:prompt_tokens_total{" in metrics
     assert tp2.get("/health_generate")[0] == 200
     assert json.loads(tp2.get("/get_load")[1]) == [{"dp_rank": 0, "num_reqs": 0, "num_waiting_reqs": 0, "num_tokens": 0}]
 

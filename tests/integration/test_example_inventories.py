@@ -47,3 +47,18 @@ def test_limit_narrows_the_plan():
     p = plan("inventory/fleet", "--limit", "gpu-05,gpu-06,gpu-07")["plan"]
     # The canary gpu-03 is not in the run: the first selected server goes first.
     assert p["batches"] == [["gpu-05"], ["gpu-06"], ["gpu-07"]]
+
+
+def test_prometheus_targets_written_by_the_fleet_role(tmp_path):
+    """fleet_prometheus_targets_dir (issue 30, item 5): sglang.json in Prometheus's file_sd format, the servers with
+    enable-metrics (rank 0 of the replica only) and the router at its default metrics port."""
+    targets_dir = tmp_path / "targets"
+    plan("inventory/fleet", "-e", "fleet_prometheus_targets_dir=%s" % targets_dir,
+         "-e", json.dumps({"service_server_args": {"model-path": "/shared/kimi-k2.5-int4", "enable-metrics": True}}))
+    groups = json.loads((targets_dir / "sglang.json").read_text())
+    workers = [g for g in groups if g["labels"]["role"] == "worker"]
+    assert [g["targets"] for g in workers] == [["gpu-%02d:30000" % i] for i in range(1, 9)] + [["gpu-big-0:30000"]]
+    assert workers[0]["labels"] == {"host": "gpu-01", "model": "/shared/kimi-k2.5-int4", "version": "unknown",
+                                    "role": "worker"}
+    assert groups[-1] == {"targets": ["router-01:29000"],
+                          "labels": {"host": "router-01", "version": "0.3.2", "role": "router"}}

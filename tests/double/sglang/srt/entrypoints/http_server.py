@@ -148,6 +148,14 @@ class ServerState:
         # SGLang's metrics reporter counters (spec_total_num_accept_tokens / spec_total_num_forward_ct).
         self.spec_accept_tokens = 0
         self.spec_forward_ct = 0
+        # /metrics (--enable-metrics): the tokenizer's counters and time-to-first-token histogram, the scheduler's
+        # last generation throughput (see Handler.metrics).
+        self.prompt_tokens_total = 0
+        self.generation_tokens_total = 0
+        self.num_requests_total = 0
+        self.ttft_counts = [0] * len(TTFT_BUCKETS)
+        self.ttft_sum = 0.0
+        self.gen_throughput = 0.0
         self.context_len = (
             server_args.context_length
             or model_config.get("max_position_embeddings")
@@ -185,6 +193,21 @@ class ServerState:
         with self.lock:
             return self.spec_accept_tokens / self.spec_forward_ct
 
+    def count_request(self, prompt_tokens: int, generation_tokens: int, ttft: float, decode_seconds: float) -> None:
+        """Counts one finished request into the /metrics figures: PROMPT_TOKENS and GENERATION_TOKENS (tokens),
+        TTFT (seconds, into the histogram), and the generation throughput of its decode (tokens/s; SGLang's
+        scheduler reports the last logging interval's, the double the last request's)."""
+        with self.lock:
+            self.num_requests_total += 1
+            self.prompt_tokens_total += max(int(prompt_tokens), 0)
+            self.generation_tokens_total += max(int(generation_tokens), 0)
+            self.ttft_sum += ttft
+            for i, bound in enumerate(TTFT_BUCKETS):
+                if ttft <= bound:
+                    self.ttft_counts[i] += 1
+            if generation_tokens > 0 and decode_seconds > 0:
+                self.gen_throughput = generation_tokens / decode_seconds
+
     def total_inflight(self) -> int:
         with self.lock:
             return sum(self.inflight)
@@ -201,6 +224,20 @@ class ServerState:
                 }
                 for dp, n in enumerate(self.inflight)
             ]
+
+
+# SGLang 0.5.23 srt/observability/metrics_collector.py, TokenizerMetricsCollector: bucket_time_to_first_token.
+TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0, 400.0)
+
+
+def _num(value: float) -> str:
+    """A sample value as prometheus_client writes it (floats: 1.0, 0.25)."""
+    return repr(float(value))
+
+
+def _label_value(value: Any) -> str:
+    """A label value escaped as the Prometheus text format wants it (backslash, double quote, newline)."""
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def spec_accept_length(server_args, accept_rate: float) -> float:
@@ -492,12 +529,73 @@ class _Handler(BaseHTTPRequestHandler):
         })
 
     def metrics(self, _body: bytes) -> None:
-        name = self.st.server_args.served_model_name
+        """GET /metrics (only with --enable-metrics; else 404 as on a real server, which mounts the route only then:
+        SGLang 0.5.23 ``entrypoints/http_server.py`` ``if get_observability().enable_metrics: add_prometheus_middleware``).
+
+        Prometheus text format with SGLang 0.5.23's names, types and labels (``srt/observability/metrics_collector.py``;
+        the file was ``srt/metrics/collector.py`` in earlier releases):
+
+        - scheduler gauges (``SchedulerMetricsCollector``), labels ``model_name`` (``--served-model-name``, else the
+          model path), ``engine_type`` (``unified`` without disaggregation), ``tp_rank``, ``pp_rank``,
+          ``moe_ep_rank``, and ``dp_rank`` with data parallelism: ``sglang:num_running_reqs``,
+          ``sglang:num_queue_reqs``, ``sglang:gen_throughput`` (token/s), ``sglang:spec_accept_length`` (mean
+          accepted tokens per verify step, bonus token included; 0 before the first step or without speculative
+          decoding - the double leaves it out then), ``sglang:token_usage``;
+        - tokenizer counters and a histogram (``TokenizerMetricsCollector``), labels ``model_name``, ``engine_type``
+          (and ``is_streaming`` where SGLang has it): ``sglang:prompt_tokens_total``,
+          ``sglang:generation_tokens_total``, ``sglang:num_requests_total``, ``sglang:time_to_first_token_seconds``
+          (SGLang's default buckets, 0.1 s to 400 s).
+
+        What the double does not do: one series per scheduler rank of a tp/pp group (it reports rank 0, the one
+        SGLang reports unless ``--enable-metrics-for-all-schedulers``), the ``_created`` samples of prometheus_client,
+        and the other hundred-odd metrics of the file.
+        """
+        st = self.st
+        args = st.server_args
+        base = 'model_name="%s",engine_type="unified"' % _label_value(args.served_model_name)
         lines = []
-        for load in self.st.loads():
-            labels = 'model_name="%s",engine_type="unified",tp_rank="0",pp_rank="0",dp_rank="%d"' % (name, load["dp_rank"])
-            lines.append("sglang:num_running_reqs{%s} %d" % (labels, load["num_reqs"]))
-            lines.append("sglang:num_queue_reqs{%s} %d" % (labels, load["num_waiting_reqs"]))
+
+        def family(name, kind, doc):
+            lines.append("# HELP %s %s" % (name, doc))
+            lines.append("# TYPE %s %s" % (name, kind))
+
+        loads = st.loads()
+        usage = sum(load["num_tokens"] for load in loads) / float(max(st.context_len, 1))
+        sched = []
+        for load in loads:
+            labels = base + ',tp_rank="0",pp_rank="0",moe_ep_rank="0"'
+            if args.dp_size > 1:
+                labels += ',dp_rank="%d"' % load["dp_rank"]
+            sched.append((labels, load))
+        family("sglang:num_running_reqs", "gauge", "The number of running requests.")
+        lines.extend("sglang:num_running_reqs{%s} %d" % (lab, load["num_reqs"]) for lab, load in sched)
+        family("sglang:num_queue_reqs", "gauge", "The number of requests in the waiting queue.")
+        lines.extend("sglang:num_queue_reqs{%s} %d" % (lab, load["num_waiting_reqs"]) for lab, load in sched)
+        family("sglang:gen_throughput", "gauge", "The generation throughput (token/s).")
+        lines.extend("sglang:gen_throughput{%s} %s" % (lab, _num(st.gen_throughput)) for lab, _load in sched)
+        family("sglang:token_usage", "gauge", "The token usage.")
+        lines.extend("sglang:token_usage{%s} %s" % (lab, _num(usage)) for lab, _load in sched)
+        accept = st.avg_spec_accept_length()
+        if accept is not None:
+            family("sglang:spec_accept_length", "gauge",
+                   "Mean acceptance length of speculative decoding (accepted drafts + bonus token per forward).")
+            lines.extend("sglang:spec_accept_length{%s} %s" % (lab, _num(accept)) for lab, _load in sched)
+        with st.lock:
+            prompt, generated, requests = st.prompt_tokens_total, st.generation_tokens_total, st.num_requests_total
+            counts, total = list(st.ttft_counts), st.ttft_sum
+        streaming = base + ',is_streaming="false"'
+        family("sglang:prompt_tokens_total", "counter", "Number of prefill tokens processed.")
+        lines.append("sglang:prompt_tokens_total{%s} %s" % (streaming, _num(prompt)))
+        family("sglang:generation_tokens_total", "counter", "Number of generation tokens processed.")
+        lines.append("sglang:generation_tokens_total{%s} %s" % (streaming, _num(generated)))
+        family("sglang:num_requests_total", "counter", "The number of requests.")
+        lines.append("sglang:num_requests_total{%s} %s" % (base, _num(requests)))
+        family("sglang:time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.")
+        for bound, count in zip(TTFT_BUCKETS, counts):
+            lines.append('sglang:time_to_first_token_seconds_bucket{%s,le="%s"} %s' % (streaming, _num(bound), _num(count)))
+        lines.append('sglang:time_to_first_token_seconds_bucket{%s,le="+Inf"} %s' % (streaming, _num(requests)))
+        lines.append("sglang:time_to_first_token_seconds_count{%s} %s" % (streaming, _num(requests)))
+        lines.append("sglang:time_to_first_token_seconds_sum{%s} %s" % (streaming, _num(total)))
         self._send(200, ("\n".join(lines) + "\n").encode(), "text/plain; version=0.0.4; charset=utf-8")
 
     def flush_cache(self, _body: bytes) -> None:
@@ -537,10 +635,12 @@ class _Handler(BaseHTTPRequestHandler):
             msg = "The server is shutting down." if self.st.draining else "The server is not ready yet (still warming up)."
             self._openai_error(503, msg, "ServiceUnavailableError")
             return False
+        decode_seconds = self.st.decode(decode_tokens)
         try:
-            time.sleep(self.st.generate_seconds + self.st.decode(decode_tokens))
+            time.sleep(self.st.generate_seconds + decode_seconds)
         finally:
             self.st.end_request(dp, prompt_tokens)
+        self.st.count_request(prompt_tokens, decode_tokens, self.st.generate_seconds, decode_seconds)
         return True
 
     @staticmethod
