@@ -197,7 +197,8 @@ def summary_rows(order, batches, results, failures, attempted=None, heading=None
         this host, see ``ROLLOUT_GOES_ON``; in check mode ``result`` is ``would_adopt``, ``would_start`` or
         ``would_restart`` for a host a real run would change), ``sglang_version`` (the SGLang version of the cutover's
         ``versions`` against its ``previous_versions``: ``0.5.9 -> 0.5.10``, the version alone when unchanged or not
-        recorded before, ``-`` when unknown; ``_versions.column_text``), ``dark_window_text`` (:func:`dark_window_text`), ``shown`` (the result in the run's words:
+        recorded before, ``-`` when unknown; ``_versions.column_text``), ``dark_window_text`` (:func:`dark_window_text`),
+        ``shown`` (the result in the run's words:
         ``restarted``, ``rolled back to entry NAME``, ``rolled back``...), ``changes`` (``change_texts`` of the cutover's
         argument changes, or for a host that failed before its cutover the change it attempted) and the cutover's
         fields.

@@ -45,7 +45,7 @@ def parse_if_inet6(text):
 def is_loopback(address):
     """True for 127.0.0.0/8 and ::1 (also an IPv4-mapped 127.x); False for anything else, names included."""
     try:
-        parsed = ipaddress.ip_address(str(address).split('%')[0])
+        parsed = ipaddress.ip_address(str(address).partition('%')[0])
     except ValueError:
         return False
     mapped = getattr(parsed, 'ipv4_mapped', None)
@@ -55,13 +55,13 @@ def is_loopback(address):
 def interface_of(address, interfaces):
     """The name of the interface that holds ``address`` (an IP address as text), or None (a name, or not local)."""
     try:
-        wanted = ipaddress.ip_address(str(address).split('%')[0])
+        wanted = ipaddress.ip_address(str(address).partition('%')[0])
     except ValueError:
         return None
     for name in sorted(interfaces or {}):
         for held in interfaces[name] or []:
             try:
-                if ipaddress.ip_address(str(held).split('%')[0]) == wanted:
+                if ipaddress.ip_address(str(held).partition('%')[0]) == wanted:
                     return name
             except ValueError:
                 continue
