@@ -19,7 +19,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _model_config, _network
+from ansible_collections.inferops.sglang.plugins.module_utils import _model_config, _network, _server_args
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
 
 CHECK_NCCL_PORT = "Check that nothing but the SGLang server being replaced holds the NCCL port"
@@ -111,8 +111,23 @@ def ports(inp, plan, facts, port_holders):
         found = nccl_port(inp.get('nccl_port', 0), plan['args_map'], plan['config'], plan['port'])
     except ValueError as exc:
         found = {'nccl_port': None, 'nccl_port_argv': [], 'nccl_port_problem': str(exc)}
-    found['nccl_port_holders'] = port_holders(facts, found['nccl_port']) if found['nccl_port'] else []
+    holders = port_holders(facts, found['nccl_port']) if found['nccl_port'] else []
+    found['nccl_port_holders'] = [holder for holder in holders if not _declared_by_replaced(facts, holder)]
     return found
+
+
+def _declared_by_replaced(facts, holder):
+    """Whether a listener whose pid this run cannot see (another user's socket; root without CAP_SYS_PTRACE cannot
+    read that user's /proc/PID/fd) is the NCCL port of a server this run replaces: one whose command line names that
+    port with ``--nccl-port`` and that runs as the listener's user."""
+    if holder.get('pid') is not None:
+        return False
+    for server in facts.get('servers') or []:
+        declared = _server_args.argv_to_args(server.get('args') or []).get('nccl-port')
+        same_user = holder.get('uid') is None or server.get('uid') is None or holder['uid'] == server['uid']
+        if same_user and str(declared) == str(holder.get('port')):
+            return True
+    return False
 
 
 def network(inp, plan, facts):
@@ -175,8 +190,14 @@ def _check_nccl_port(inp, plan, facts, seen):
     return ('NCCL port %s (--nccl-port, service_nccl_port) is held by %s: the new server would fail its NCCL '
             'rendezvous with EADDRINUSE after the old one stopped. Nothing was changed or stopped. Set service_nccl_port '
             'to a free port below the ephemeral range (net.ipv4.ip_local_port_range), or 0 to let SGLang pick one.'
-            % (plan['nccl_port'], ', '.join('%s (pid %s)' % (holder.get('process') or '?', holder.get('pid'))
-                                            for holder in holders)))
+            % (plan['nccl_port'], ', '.join(_holder_text(holder) for holder in holders)))
+
+
+def _holder_text(holder):
+    if holder.get('pid') is not None:
+        return '%s (pid %s)' % (holder.get('process') or '?', holder['pid'])
+    return ('a process of uid %s whose pid this run cannot see (root without CAP_SYS_PTRACE cannot read another '
+            "user's /proc/PID/fd)" % holder.get('uid', '?'))
 
 
 def _check_socket_ifname(inp, plan, facts, seen):

@@ -596,6 +596,20 @@ def test_a_held_nccl_port_is_refused_unless_the_replaced_server_holds_it():
     assert plan['problems'] == []
 
 
+def test_a_held_nccl_port_whose_pid_is_hidden_is_the_replaced_servers_when_it_names_that_port():
+    """The secure scenario: the server runs as a service user, root without CAP_SYS_PTRACE sees the socket's uid but
+    not its pid; the server's own --nccl-port is its, another user's listener or another port is not."""
+    hidden = {'port': 28000, 'proto': 'tcp', 'host': '0.0.0.0', 'pid': None, 'uid': 999}
+    server = {'port': 30000, 'pids': [777, 778], 'main_pid': 777, 'uid': 999,
+              'args': ['--model-path', '/models/m', '--nccl-port', '28000']}
+    assert service_plan(inputs(), facts(listeners=[hidden], servers=[server]))['problems'] == []
+    for other in (dict(server, uid=1000), dict(server, args=['--model-path', '/models/m']),
+                  dict(server, args=['--nccl-port', '28001'])):
+        plan = service_plan(inputs(), facts(listeners=[hidden], servers=[other]))
+        assert checks(plan) == [service_host.CHECK_NCCL_PORT], other
+        assert 'a process of uid 999 whose pid this run cannot see' in message(plan, service_host.CHECK_NCCL_PORT)
+
+
 @pytest.mark.parametrize('setting', ['sometimes', -1, 70000, True])
 def test_a_bad_nccl_port_setting_is_a_problem(setting):
     plan = service_plan(inputs(nccl_port=setting), facts())
