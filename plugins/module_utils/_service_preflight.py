@@ -58,6 +58,14 @@ def readable_targets(interpreter, model_paths):
     return [interpreter] + [model_config(path) for path in model_paths or []]
 
 
+def hub_targets(model_configs, hub_cache):
+    """The ``config.json`` of each model that :func:`read_model_configs` found in the Hugging Face cache
+    ``hub_cache``: the service user must read it (and, through the snapshot's symlink, its blob) as root did."""
+    prefix = hub_cache.rstrip('/') + '/'
+    return [entry['path'] for entry in model_configs or []
+            if hub_cache and isinstance(entry.get('path'), str) and entry['path'].startswith(prefix)]
+
+
 def model_config(path):
     """``PATH/config.json``: the file that makes PATH a Hugging Face model directory."""
     return path.rstrip('/') + '/config.json' if path != '/' else '/config.json'
@@ -103,8 +111,8 @@ def failures(seen, wanted):
     if unreadable:
         found.append(_failure(CHECK_USER_READS, (
             'The service user %s cannot read %s (a directory on the way is closed to it, e.g. /root is 0700). Move '
-            'the venv or the models where the user can read them (/opt, /srv), or open the directories to it, then '
-            'run again.' % (name, ', '.join(unreadable)))))
+            'the venv, the models or the Hugging Face cache (HF_HOME in service_environment) where the user can read '
+            'them (/opt, /srv), or open the directories to it, then run again.' % (name, ', '.join(unreadable)))))
     workdir = seen.get('working_directory') or {}
     path = wanted.get('working_directory')
     if not workdir.get('exists') and path != wanted.get('cache_dir'):
@@ -335,8 +343,9 @@ def observe(wanted, run):
         'models': look_at_models(model_paths),
         'user': user,
         'reader': reader,
-        'unreadable': unreadable_as(reader, readable_targets(wanted.get('interpreter'), model_paths)
-                                    if wanted.get('interpreter') else [model_config(p) for p in model_paths], run),
+        'unreadable': unreadable_as(reader, (readable_targets(wanted.get('interpreter'), model_paths)
+                                             if wanted.get('interpreter') else [model_config(p) for p in model_paths])
+                                    + hub_targets(model_configs, wanted.get('hub_cache') or ''), run),
         'gpu_devices': gpu_devices() if wanted.get('devices') else [],
         'working_directory': {'path': workdir, 'exists': os.path.isdir(workdir)},
         'disk': disk_free(workdir),

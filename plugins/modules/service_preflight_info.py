@@ -217,7 +217,8 @@ reader:
   type: str
   sample: sglang
 unreadable:
-  description: The interpreter and model C(config.json) paths that RV(reader) cannot read.
+  description: The interpreter and model C(config.json) paths that RV(reader) cannot read (a model found in the Hugging
+    Face cache O(hub_cache) by the C(config.json) of its snapshot).
   returned: always
   type: list
   elements: str

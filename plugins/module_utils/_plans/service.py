@@ -233,7 +233,8 @@ def _files(inp, plan):
 
 def _sandbox_of(inp, plan, facts):
     write_paths = (([inp['cache_dir']] if inp['cache_dir'] else []) + [plan['working_directory']]
-                   + (['-/root/.cache'] if plan['user'] == 'root' else []) + list(inp['read_write_paths']))
+                   + (['-/root/.cache'] if plan['user'] == 'root' else []) + list(inp['read_write_paths'])
+                   + plan['cache_write_paths'])
     if plan['user'] == 'root':
         capabilities = None
     else:
@@ -367,7 +368,7 @@ def _plan_inputs(inp, facts, seen):
     plan['env_unread'] = list(checked.get('env_names_unread') or []) if plan['sglang_managed'] else []
     plan['cache_env'], everything, plan['environment'] = _environment(
         inp, plan, facts, adopted_env, host, plan['env_unread'])
-    plan['environment'] = service_host.hub_environment(plan)  # the hand-started server's Hugging Face cache
+    plan.update(service_host.adopted_caches(inp, plan))  # the hand-started server's Hugging Face and FlashInfer caches
     plan.update(service_model.model_reads(plan, facts), **service_host.network(inp, plan, facts))
     plan['sglang_env_names'] = ([key for key in everything if key.startswith('SGLANG_') and key not in plan['cache_env']]
                                 if plan['sglang_managed'] else [])

@@ -166,6 +166,42 @@ def hub_environment(plan):
     return dict(sorted(dict(environment, **carried).items()))
 
 
+def adopted_caches(inp, plan):
+    """The caches of the hand-started server the plan adopts, kept where it found them (issue 28, item 5):
+    :func:`hub_environment`, then FlashInfer's, and the directories the unit's sandbox must let it write.
+
+    FlashInfer keeps the kernels it downloads (``cubins``) and those it compiles (``<arch>/cached_ops``) under
+    ``FLASHINFER_WORKSPACE_BASE/.cache/flashinfer``, the base defaulting to ``HOME`` (``flashinfer/jit/env.py``,
+    FlashInfer 0.2-0.5: ``FLASHINFER_CACHE_DIR``; ``FLASHINFER_CUBIN_DIR`` or the ``flashinfer-cubin`` package name
+    another place for the cubins). The collection's cache directory (``cache_environment``) would move the base, so a
+    server started by hand would download its cubins again (or fail offline) and compile its kernels again at its
+    first start under the unit. An adopted server keeps its base (the user is the hand-started server's own, so the
+    cache is its), unless ``service_environment`` or the adopted environment names ``FLASHINFER_WORKSPACE_BASE``.
+
+    :param inp: the role's inputs (``environment``: the user's ``service_environment``).
+    :param plan: the plan so far (``adopted``, ``adopted_env``, ``environment``, ``cache_env``, ``user``, ``home``).
+    :returns: ``{'environment': the environment (names in order), 'cache_write_paths': ['-DIR', ...]}``: the carried
+        caches that the sandbox's ``ReadWritePaths=`` must name (``-``: a missing one is no error); [] when none moved.
+    """
+    environment = hub_environment(plan)
+    adopted = plan.get('adopted') or {}
+    writes = []
+    if adopted and environment is not plan['environment']:
+        writes.append('-' + _model_config.hub_cache_dir(environment, None))
+    name = 'FLASHINFER_WORKSPACE_BASE'
+    chosen = name in (inp.get('environment') or {}) or name in (plan.get('adopted_env') or {})
+    if adopted and not chosen and environment.get(name) and environment.get(name) == plan['cache_env'].get(name):
+        old_env = adopted.get('env') or {}
+        old_home = old_env.get('HOME') if old_env.get('HOME') != '********' else ''
+        old_home = old_home or ('/root' if adopted.get('user') == 'root' else '')
+        if old_home.startswith('/') and '\n' not in old_home:
+            environment = dict(sorted(dict(environment, **{name: old_home.rstrip('/') or '/'}).items()))
+            writes.append('-%s/.cache/flashinfer' % old_home.rstrip('/'))
+    covered = ('-/root/.cache/',) if plan.get('user') == 'root' else ()  # root's unit writes /root/.cache already
+    return {'environment': environment,
+            'cache_write_paths': [path for path in writes if len(path) > 2 and not path.startswith(covered)]}
+
+
 def _check_offline_model(inp, plan, facts, seen):
     offline = [name for name in OFFLINE_VARIABLES
                if str(plan['environment'].get(name, '')).strip().lower() in ('1', 'true', 'yes', 'on')]

@@ -683,3 +683,34 @@ def test_an_offline_server_whose_model_is_not_in_its_cache_is_refused(environmen
     if refused:
         assert 'moonshotai/Kimi-K2.5 is not in the Hugging Face cache' in message(plan, service_host.CHECK_OFFLINE_MODEL)
     assert tuple(checks(plan)) in ((), (service_host.CHECK_OFFLINE_MODEL,))
+
+
+@pytest.mark.parametrize('stray, environment, expected_base, expected_writes', [
+    # a root server started by hand keeps /root (FlashInfer's default base); the unit writes /root/.cache already
+    ({'user': 'root', 'env': {'PATH': '/usr/bin'}}, {}, '/root', []),
+    ({'user': 'root', 'env': {'PATH': '/usr/bin', 'HOME': '/root'}}, {}, '/root', []),
+    # a service user's server with its own HOME: its hub cache and FlashInfer's stay there, and the sandbox writes them
+    ({'user': 'sglang', 'env': {'PATH': '/usr/bin', 'HOME': '/x'}}, {}, '/x',
+     ['-/x/.cache/huggingface/hub', '-/x/.cache/flashinfer']),
+    # the user's own base wins; a base the hand-started server named is adopted as it was
+    ({'user': 'root', 'env': {'PATH': '/usr/bin'}}, {'FLASHINFER_WORKSPACE_BASE': '/srv/fi'}, '/srv/fi', []),
+    ({'user': 'root', 'env': {'PATH': '/usr/bin', 'FLASHINFER_WORKSPACE_BASE': '/data/fi'}}, {}, '/data/fi', []),
+    # a masked or unknown HOME of another user moves nothing
+    ({'user': 'sglang', 'env': {'PATH': '/usr/bin', 'HOME': '********'}}, {}, '/var/cache/sglang/flashinfer', []),
+])
+def test_an_adopted_server_keeps_its_flashinfer_cache(stray, environment, expected_base, expected_writes):
+    """Issue 28, item 5: FlashInfer's cubins and compiled kernels live under FLASHINFER_WORKSPACE_BASE (default HOME,
+    flashinfer/jit/env.py); the collection's cache directory would move them away from an adopted server."""
+    stray = dict(STRAY, **stray)
+    plan = service_plan(inputs(adopt=True, server_args={}, environment=environment, cache_dir='/var/cache/sglang'),
+                        facts(strays=[stray]))
+    assert plan['environment']['FLASHINFER_WORKSPACE_BASE'] == expected_base
+    assert plan['cache_write_paths'] == expected_writes
+    assert all(path in plan['write_paths'] for path in expected_writes)
+    assert plan['problems'] == []
+
+
+def test_a_server_the_role_starts_anew_gets_the_collections_flashinfer_cache():
+    plan = service_plan(inputs(cache_dir='/var/cache/sglang'), facts())
+    assert plan['environment']['FLASHINFER_WORKSPACE_BASE'] == '/var/cache/sglang/flashinfer'
+    assert plan['cache_write_paths'] == []

@@ -220,3 +220,23 @@ def test_observe_reads_the_models_and_the_registry_of_their_architectures(tmp_pa
                       lambda argv: 0)
     assert seen['model_configs'][0]['config']['architectures'] == ['LlamaForCausalLM']
     assert seen['registry']['sglang'] is None
+
+
+def test_observe_has_the_service_user_read_a_model_from_the_hub_cache(tmp_path):
+    """Issue 28, item 5: a model found in the Hugging Face cache must be readable by the service user too (a cache
+    carried over from a hand-started server's HOME can sit under a closed home)."""
+    cache = _hub(tmp_path)
+    tried = []
+
+    def run(argv):
+        tried.append(argv[-1])
+        return 1 if '/snapshots/' in argv[-1] else 0
+    seen = sp.observe({'working_directory': '/', 'model_refs': ['org/m', '/models/none'], 'hub_cache': str(cache),
+                       'user': 'nobody', 'sglang_site': []}, run)
+    snapshot = str(cache / 'models--org--m' / 'snapshots' / 'abc123' / 'config.json')
+    assert seen['unreadable'] == [snapshot]
+    assert snapshot in tried
+    failed = sp.failures(seen, {'user': 'nobody', 'working_directory': '/'})
+    assert [entry['check'] for entry in failed if snapshot in entry['message']] == [sp.CHECK_USER_READS]
+    assert 'Hugging Face cache' in [entry['message'] for entry in failed if entry['check'] == sp.CHECK_USER_READS][0]
+    assert sp.hub_targets(seen['model_configs'], '') == []
