@@ -1,8 +1,9 @@
-"""Rollout of N workers behind the real SGLang router (prints figures; asserts nothing).
+"""Rollout of N workers behind the real SGLang router, smg (prints figures; asserts nothing).
 
 Starts N+1 systemd containers (the molecule base image, same options as the scenarios) on a docker network:
 one router, N workers with the hand-started SGLang test double (the reference command line). Prepares them with
-the fleet scenario's prepare.yml (the router role puts sglang-router in front of the hand-started servers), then
+the fleet scenario's prepare.yml (the router role puts smg 1.13.0, --dp-aware, in front of the hand-started
+servers; the last worker runs two DP ranks of tp 4, listed by smg as url@0 and url@1), then
 runs the scenario's converge.yml: a bounded load generator sends chat completions through the router while
 site.yml rolls the changed configuration across the workers (canary, then 25 % per batch).
 
@@ -73,8 +74,13 @@ def write_inventory(tmp, router, workers, scenario=SCENARIO):
     shutil.copy(os.path.join(scenario, "inventory", "group_vars", "sglang_servers.yml"), os.path.join(inv, "group_vars"))
     with open(os.path.join(inv, "group_vars", "all.yml"), "w") as handle:
         handle.write("---\nfleet_batches: ['1', '25%%']\nfleet_canary: %s\nfleet_summary_dir: %s\n"
-                     "router_pip_extra_args: --no-index --find-links /opt/wheels/router\nrouter_policy: round_robin\n"
+                     "router_version: '1.13.0'\nrouter_pip_extra_args: --no-index --find-links /opt/wheels/smg\n"
+                     "router_policy: round_robin\nrouter_args: {dp-aware: true}\n"
                      % (workers[0], os.path.join(tmp, "fleet-summary")))
+    # The last worker as the scenario's fleet-w4: two DP ranks of tp 4 (smg lists it by rank).
+    os.makedirs(os.path.join(inv, "host_vars"))
+    shutil.copy(os.path.join(scenario, "inventory", "host_vars", "fleet-w4.yml"),
+                os.path.join(inv, "host_vars", workers[-1] + ".yml"))
     return inv
 
 

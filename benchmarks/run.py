@@ -31,8 +31,8 @@ Rows (ratios rather than absolute times: this machine is shared and noisy):
      file made by ExecStartPre) rather than a second SGLang double, which would hold the stand-in GPUs the collection
      checks. Each round runs site.yml, setup and the peer in an order that rotates; the figure is the median of the
      per-round ratios site / peer. Goal: <= 2.0.
- (d) a rollout of N servers (default 4) through the real sglang-router (bench_fleet.rollout: the fleet scenario's
-     prepare and converge, site.yml under load). Wall time (the fleet summary's wall_s, plan to last summary)
+ (d) a rollout of N servers (default 4) through the real router, smg 1.13.0 with --dp-aware and one server of two
+     DP ranks (bench_fleet.rollout: the fleet scenario's prepare and converge, site.yml under load). Wall time (the fleet summary's wall_s, plan to last summary)
      against the limit sum over batches of (drain + load + gate) - drain: the "Router - out" task, load + gate:
      from the start of "Note when the service is started" to the end of the last start gate round, both from
      ansible.posix.profile_tasks' per-task times (the tasks between start and gate count as load); and the
@@ -673,6 +673,10 @@ def build_rows(fig):
         rows.append({"row": "(d) orchestration overhead per batch", "measured": "%.1f s" % d["overhead_per_batch"],
                      "comparison": "15 s", "ratio": "%.1f" % (d["overhead_per_batch"] / 15.0), "goal": "<= 15 s",
                      "met": met(d["overhead_per_batch"], 15.0)})
+        failed = d["load_failed"]
+        rows.append({"row": "(d) failed requests through smg (--dp-aware)", "measured": "%s" % failed,
+                     "comparison": "-", "ratio": "-", "goal": "0",
+                     "met": "-" if failed is None else met(failed, 0)})
     if "e" in fig:
         e = fig["e"]
         recap = fig["c"]["recap"]

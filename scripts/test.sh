@@ -26,7 +26,7 @@ TEST_JOBS="${TEST_JOBS:-2}"
 started=$(date +%s)
 logs="$INFEROPS_REPO/build/test-logs"
 rm -rf "$logs"
-mkdir -p "$logs/locks"
+mkdir -p "$logs/locks" "$logs/stages"
 results="$logs/results.tsv"
 : > "$results"
 lane=main
@@ -38,13 +38,14 @@ stage() {
   local t0 rc line
   t0=$(date +%s)
   printf '\n===== %s: %s\n' "$name" "$*"
-  "$@"
-  rc=$?
-  line=$(printf '===== %s: %s in %ss' "$name" "$([ $rc = 0 ] && echo passed || echo "FAILED (exit $rc)")" "$(( $(date +%s) - t0 ))")
+  # Also kept in $logs/stages/NAME.log: the end of the run shows each failed stage's last lines again.
+  "$@" 2>&1 | tee "$logs/stages/$name.log"
+  rc=${PIPESTATUS[0]}
+  line=$(printf '===== %s: %s in %ss' "$name" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (exit $rc)")" "$(( $(date +%s) - t0 ))")
   printf '%s\n' "$line"
   [ "$lane" = main ] || printf '[%s] %s\n' "$lane" "$line" >&3
   printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$rc" "$(( t0 - started ))" "$(( $(date +%s) - t0 ))" "$lane" >> "$results"
-  return $rc
+  return "$rc"
 }
 
 # The collection as published: scripts/build-collection.sh builds the tarball and installs it into build/collections.
@@ -199,6 +200,19 @@ else
   done
 fi
 
+# Each failed stage's failure lines (pytest's E/FAILED lines, Ansible's fatal ones, errors), else its last lines,
+# right above the table: the end of the run is what a CI log shows first.
+awk -F'\t' '$2 != 0 { print $1 }' "$results" | while read -r name; do
+  f="$logs/stages/$name.log"
+  [ -s "$f" ] || continue
+  printf '\n===== why %s failed (from build/test-logs/stages/%s.log)\n' "$name" "$name"
+  pattern='^E  |^FAILED |^ERROR|^fatal: |FAILED! =>|Error: |error: '
+  if grep -q -E "$pattern" "$f"; then
+    grep -E "$pattern" "$f" | grep -v 'RETRYING' | tail -n 40 | cut -c1-400
+  else
+    grep -v -e '^\s*$' -e '^[.sxF]* *\[ *[0-9]*%\]$' "$f" | tail -n 40 | cut -c1-400
+  fi
+done
 passed=$(awk -F'\t' '$2 == 0' "$results" | wc -l)
 failed=$(awk -F'\t' '$2 != 0' "$results" | wc -l)
 printf '\n%-28s %6s %6s  %-5s  %s\n' stage start secs lane result

@@ -10,6 +10,10 @@ A router with --api-key requires "Authorization: Bearer <key>": give the key in 
 LOADGEN_API_KEY (preferred; it stays off the command line, which every local user can read with ps) or with
 --api-key. --cafile is the CA (PEM) that verifies an https --url; without it the system's store does.
 
+The request names the model the router lists first at GET /v1/models (an OpenAI client's way; smg, the router
+from 0.4 on, routes by model and answers 404 model_not_found to any other name), "default" where that list cannot
+be read; --model names it.
+
 Each worker thread sends one request at a time (POST /v1/chat/completions, max_tokens 8) until the stop file
 appears, --max-requests were sent in all, or --max-seconds passed: it always stops by itself. A request counts
 as failed on any answer but 200 with a non-empty completion (connection errors and timeouts included).
@@ -48,6 +52,16 @@ def one_request(url, model, timeout, api_key="", context=None):
     return (status == 200 and bool(content)), ("" if content else "empty completion")
 
 
+def listed_model(url, timeout, api_key="", context=None):
+    """The first model id of GET /v1/models, or "default" where the list cannot be read."""
+    req = urllib.request.Request(url + "/v1/models", headers={"Authorization": "Bearer " + api_key} if api_key else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
+            return json.loads(resp.read())["data"][0]["id"]
+    except Exception:  # noqa: BLE001 - any failure leaves the name SGLang itself accepts
+        return "default"
+
+
 def mask(text, api_key):
     """The text with the key replaced, should an answer echo it."""
     return text.replace(api_key, "********") if api_key else text
@@ -64,7 +78,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--model", default="default")
+    ap.add_argument("--model", default="", help="default: the first model of GET /v1/models, else 'default'")
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--max-requests", type=int, default=5000)
     ap.add_argument("--max-seconds", type=float, default=900)
@@ -76,6 +90,7 @@ def main():
     ap.add_argument("--cafile", default="", help="CA file (PEM) that verifies an https --url")
     args = ap.parse_args()
     context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
+    args.model = args.model or listed_model(args.url.rstrip("/"), args.timeout, args.api_key, context)
 
     lock = threading.Lock()
     state = {"sent": 0, "ok": 0, "failed": 0, "failures": [], "latencies_ms": []}
@@ -115,7 +130,7 @@ def main():
     def report(running):
         with lock:
             lat = list(state["latencies_ms"])
-            data = {"url": args.url, "concurrency": args.concurrency, "api_key_set": bool(args.api_key),
+            data = {"url": args.url, "model": args.model, "concurrency": args.concurrency, "api_key_set": bool(args.api_key),
                     "sent": state["sent"], "ok": state["ok"],
                     "failed": state["failed"], "failures": list(state["failures"]),
                     "latency_ms": {"p50": percentile(lat, 50), "p99": percentile(lat, 99),

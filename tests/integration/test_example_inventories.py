@@ -61,4 +61,4 @@ def test_prometheus_targets_written_by_the_fleet_role(tmp_path):
     assert workers[0]["labels"] == {"host": "gpu-01", "model": "/shared/kimi-k2.5-int4", "version": "unknown",
                                     "role": "worker"}
     assert groups[-1] == {"targets": ["router-01:29000"],
-                          "labels": {"host": "router-01", "version": "0.3.2", "role": "router"}}
+                          "labels": {"host": "router-01", "version": "1.13.0", "role": "router"}}

@@ -31,10 +31,20 @@ def flag(argv, name):
     return argv[argv.index(name) + 1] if name in argv else None
 
 
-def router_workers():
+def router_worker_ids():
+    """{worker url as the router lists it: healthy}; smg --dp-aware lists a dp 2 server as url@0 and url@1."""
     out = sh(ROUTER, "python3 -c \"import urllib.request;print(urllib.request.urlopen("
                      "'http://127.0.0.1:30000/workers', timeout=10).read().decode())\"")
     return {w["url"]: w["is_healthy"] for w in json.loads(out)["workers"]}
+
+
+def router_workers():
+    """{server url: healthy}, a server with DP ranks healthy when every rank is."""
+    workers = {}
+    for url, healthy in router_worker_ids().items():
+        server = url.split("@")[0]
+        workers[server] = workers.get(server, True) and healthy
+    return workers
 
 
 def loadgen_results():
@@ -81,6 +91,19 @@ def test_replica_has_ranks_and_only_rank0_is_behind_the_router():
     assert len(rows["fleet-r0"]["smoke_latencies"]) == 3 and rows["fleet-r0"]["node_rank"] == 0
     assert rows["fleet-r1"]["smoke_latencies"] == [] and rows["fleet-r1"]["node_rank"] == 1
     assert rows["fleet-r0"]["router"]["registered"] is True and rows["fleet-r1"]["router"] == {}
+
+
+def test_dp_server_is_routed_by_rank_c43():
+    """C43: with --dp-aware smg lists fleet-w4 (dp 2) by rank; after its drain and re-add both ranks are back, healthy,
+    and the dp 1 servers keep their plain urls."""
+    ids = router_worker_ids()
+    assert sorted(u for u in ids if u.startswith("http://fleet-w4:")) == [
+        "http://fleet-w4:30000@0", "http://fleet-w4:30000@1"], ids
+    assert ids["http://fleet-w4:30000@0"] is True and ids["http://fleet-w4:30000@1"] is True, ids
+    assert ids.get("http://fleet-w1:30000") is True, ids
+    assert flag(main_argv("fleet-w4"), "--dp-size") == "2", main_argv("fleet-w4")
+    row = {r["host"]: r for r in first_rollout()["hosts"]}["fleet-w4"]
+    assert row["result"] == "deployed" and row["router"]["registered"] is True, row
 
 
 def test_canary_first_then_batches_in_order():

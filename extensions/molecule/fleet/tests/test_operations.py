@@ -114,7 +114,8 @@ def test_status_prints_one_table_and_changes_nothing():
     for name, row in rows.items():
         assert row["sglang"] == version, row
         # The two-node replica runs tp 16 over fleet-r0 and fleet-r1 (8 GPUs each).
-        tp = "16x1x1" if name in ("fleet-r0", "fleet-r1") else "8x1x1"
+        # fleet-w4 runs two DP ranks of tp 4.
+        tp = {"fleet-r0": "16x1x1", "fleet-r1": "16x1x1", "fleet-w4": "4x1x2"}.get(name, "8x1x1")
         assert row["model"] == "/shared/kimi-k2.5-int4" and row["tp x pp x dp"] == tp, row
         assert row["health"] == "healthy", row
         assert re.match(r"^\d+[smhd]( \d+[smh])?$", row["known-good age"]), row
