@@ -67,7 +67,8 @@ def fleet_history_text(hosts, hostvars):
     texts = []
     for host in hosts:
         read = host_var(hostvars, host, '__status_history_read')
-        if not isinstance(read, dict):
+        # Without the history view the read is registered as skipped: no history section for that host.
+        if not isinstance(read, dict) or read.get('skipped') or 'results' not in read:
             continue
         entries = [{'name': os.path.basename(str((result.get('item') or {}).get('path', '')).rstrip('/')),
                     'manifest': _entry_manifest(result)}

@@ -257,6 +257,8 @@ def test_rollback_to_a_history_entry():
     assert argv_of(name) == wanted["command"]
     now_good = manifest(name)
     assert now_good["command"] == wanted["command"] and now_good["saved_at"] > current["saved_at"]
+    # The history view will call this save "rollback to ENTRY".
+    assert now_good.get("restored_from") == entry, now_good
     # The configuration it replaced went to history.
     assert len(history(name)) == min(len(entries) + 1, 5)
     assert_serving()

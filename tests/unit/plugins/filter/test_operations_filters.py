@@ -47,6 +47,10 @@ read = {'results': [{'item': {'path': '/kg/history/20261201T000000000000Z'},
 current = dict(manifest, saved_at='2026-12-02T00:00:00Z', command=['/p', '--tp', '8', '--mem-fraction-static', '0.85'])
 out['history'] = filters['fleet_history_text'](['w1', 'w2'], {
     'w1': {'__status_history_read': read, 'inferops_sglang_known_good': {'exists': True, 'manifest': current}}, 'w2': {}})
+# The table view registers the read as skipped: no history at all (not a false 'current' row).
+out['no_history'] = filters['fleet_history_text'](['w1'], {
+    'w1': {'__status_history_read': {'changed': False, 'skipped': True, 'skip_reason': 'Conditional result was False'},
+           'inferops_sglang_known_good': {'exists': True, 'manifest': current}}})
 print(json.dumps(out))
 '''
 
@@ -68,3 +72,4 @@ def test_operations_filters():
     assert lines[0].startswith('known-good configurations of w1 ') and len(lines) == 6, lines
     assert lines[3].split()[:3] == ['current', '2026-12-02T00:00:00Z', 'change'] and lines[3].endswith('mem-fraction-static 0.88 -> 0.85')
     assert lines[4].split()[0] == '20261201T000000000000Z' and lines[5].split()[0] == '20200101T000000000000Z'
+    assert out['no_history'] == ''

@@ -171,13 +171,26 @@ def test_history_rows_newest_first_with_action_and_changes():
     assert [(r['entry'], r['action'], r['sglang'], r['changes']) for r in rows] == [
         ('current', 'change', '0.5.10', 'mem-fraction-static 0.88 -> 0.85'),
         ('20261202T120000000000Z', 'upgrade', '0.5.10', 'SGLang 0.5.9 -> 0.5.10'),
-        ('20261202T000000000000Z', 'same configuration', '0.5.9', '-'),
+        # the first cutover's save against the hand-started server it replaced
+        ('20261202T000000000000Z', 'adoption', '0.5.9', '-'),
         ('20261201T000000000000Z', 'hand-started server', '-', '-'),
         # an entry whose manifest could not be read: listed, nothing known of it
         ('20200101T000000000000Z', 'first kept', '-', '-'),
     ]
     assert rows[0]['arguments'] == '/m 8x1x1' and rows[0]['saved'] == '2026-12-03T00:00:00Z'
     assert rows[-1]['arguments'] == '-' and rows[-1]['saved'] == '-'
+
+
+def test_history_rows_name_a_rollback_and_what_it_restored():
+    """Newcomer trial: a rollback's save (its manifest names the entry in restored_from) is not called a change."""
+    entries = [{'name': '20261201T000000000000Z', 'manifest': _manifest('2026-12-01T00:00:00Z', '0.88')},
+               {'name': '20261202T000000000000Z', 'manifest': _manifest('2026-12-02T00:00:00Z', '0.85')}]
+    current = dict(_manifest('2026-12-03T00:00:00Z', '0.88'), restored_from='20261201T000000000000Z')
+    rows = o.history_rows(current, entries)
+    assert [(r['entry'], r['action'], r['changes']) for r in rows] == [
+        ('current', 'rollback to 20261201T000000000000Z', 'mem-fraction-static 0.85 -> 0.88'),
+        ('20261202T000000000000Z', 'change', 'mem-fraction-static 0.88 -> 0.85'),
+        ('20261201T000000000000Z', 'first kept', '-')]
 
 
 def test_history_text():
