@@ -32,7 +32,8 @@ Rows (ratios rather than absolute times: this machine is shared and noisy):
      checks. Each round runs site.yml, setup and the peer in an order that rotates; the figure is the median of the
      per-round ratios site / peer. Goal: <= 2.0.
  (d) a rollout of N servers (default 4) through the real router, smg 1.13.0 with --dp-aware and one server of two
-     DP ranks (bench_fleet.rollout: the fleet scenario's prepare and converge, site.yml under load). Wall time (the fleet summary's wall_s, plan to last summary)
+     DP ranks (bench_fleet.rollout: the fleet scenario's prepare and converge, site.yml under load), with the failed
+     requests through the router (goal 0). Wall time (the fleet summary's wall_s, plan to last summary)
      against the limit sum over batches of (drain + load + gate) - drain: the "Router - out" task, load + gate:
      from the start of "Note when the service is started" to the end of the last start gate round, both from
      ansible.posix.profile_tasks' per-task times (the tasks between start and gate count as load); and the

@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """make_certs.py DIR HOST...: a test CA (DIR/ca.pem) and, per host, DIR/HOST.crt and DIR/HOST.key valid for the
 host's name, localhost and 127.0.0.1 (the collection probes a server on loopback). Uses `cryptography` (a
-dependency of ansible-core). Existing files are kept."""
+dependency of ansible-core). Existing files are kept. Both carry key identifiers: Python 3.13's ssl verifies with
+VERIFY_X509_STRICT, which refuses a certificate without an Authority Key Identifier (Debian 13's python3)."""
 
 import datetime
 import ipaddress
@@ -41,6 +42,7 @@ def main(directory, hosts):
           .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=7))
           .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
           .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
           .sign(ca_key, hashes.SHA256()))
     _write(os.path.join(directory, "ca.pem"), ca.public_bytes(serialization.Encoding.PEM))
     for host in hosts:
@@ -52,6 +54,8 @@ def main(directory, hosts):
                 .add_extension(x509.SubjectAlternativeName(names), critical=False)
                 .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
                 .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
                 .sign(ca_key, hashes.SHA256()))
         _write(os.path.join(directory, host + ".crt"), cert.public_bytes(serialization.Encoding.PEM))
         _write(os.path.join(directory, host + ".key"), _pem_key(key))

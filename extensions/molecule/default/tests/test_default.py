@@ -108,16 +108,18 @@ class TestService:
         assert code == "200"
 
     def test_sitecustomize_still_a_link_with_hook_and_block(self, host):
-        link = host.file("/usr/lib/python3.11/sitecustomize.py")
+        # python3.11 on Debian 12, python3.13 on Debian 13 (scripts/test-debian13.sh).
+        py = "python" + host.check_output("/usr/bin/python3 -c %s", "import sys; print('%d.%d' % sys.version_info[:2])")
+        link = host.file("/usr/lib/%s/sitecustomize.py" % py)
         assert link.is_symlink
-        assert link.linked_to == "/etc/python3.11/sitecustomize.py"
-        text = host.file("/etc/python3.11/sitecustomize.py").content_string
+        assert link.linked_to == "/etc/%s/sitecustomize.py" % py
+        text = host.file("/etc/%s/sitecustomize.py" % py).content_string
         assert "import apport_python_hook" in text and "apport_python_hook.install()" in text
         assert "# BEGIN inferops.sglang managed block" in text
         assert '_inferops_os.environ.setdefault("NCCL_PROTO", "LL")' in text
-        host.run_expect([0], "/usr/bin/python3 -m py_compile /etc/python3.11/sitecustomize.py")
+        host.run_expect([0], "/usr/bin/python3 -m py_compile /etc/%s/sitecustomize.py" % py)
         # A backup of the replaced file was kept.
-        assert host.run("ls /etc/python3.11/ | grep -c 'sitecustomize.py\\..*~'").stdout.strip() != "0"
+        assert host.run("ls /etc/%s/ | grep -c 'sitecustomize.py\\..*~'" % py).stdout.strip() != "0"
 
     def test_sitecustomize_block_alone_sets_the_variables(self, host):
         out = host.check_output(
