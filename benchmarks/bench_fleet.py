@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+import yaml
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 SCENARIO = os.path.join(REPO, "extensions", "molecule", "fleet")
 IMAGE = "inferops-sglang/debian12-systemd:latest"
@@ -72,11 +74,12 @@ def write_inventory(tmp, router, workers, scenario=SCENARIO):
     with open(os.path.join(inv, "hosts.yml"), "w") as handle:
         json.dump(hosts, handle, indent=2)   # JSON is YAML
     shutil.copy(os.path.join(scenario, "inventory", "group_vars", "sglang_servers.yml"), os.path.join(inv, "group_vars"))
+    # The scenario's settings (the router: version, wheels, policy, --dp-aware), with this fleet's rollout plan.
+    with open(os.path.join(scenario, "inventory", "group_vars", "all.yml")) as handle:
+        settings = yaml.safe_load(handle)
+    settings.update(fleet_batches=["1", "25%"], fleet_canary=workers[0], fleet_summary_dir=os.path.join(tmp, "fleet-summary"))
     with open(os.path.join(inv, "group_vars", "all.yml"), "w") as handle:
-        handle.write("---\nfleet_batches: ['1', '25%%']\nfleet_canary: %s\nfleet_summary_dir: %s\n"
-                     "router_version: '1.13.0'\nrouter_pip_extra_args: --no-index --find-links /opt/wheels/smg\n"
-                     "router_policy: round_robin\nrouter_args: {dp-aware: true}\n"
-                     % (workers[0], os.path.join(tmp, "fleet-summary")))
+        json.dump(settings, handle, indent=2)   # JSON is YAML
     # The last worker as the scenario's fleet-w4: two DP ranks of tp 4 (smg lists it by rank).
     os.makedirs(os.path.join(inv, "host_vars"))
     shutil.copy(os.path.join(scenario, "inventory", "host_vars", "fleet-w4.yml"),
