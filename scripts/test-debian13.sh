@@ -11,10 +11,11 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 image=inferops-sglang/debian13-systemd:latest
+# The setup first (it installs debootstrap and docker on a fresh machine and fetches the 3.11 wheels).
+. "$here/scripts/setup.sh" >/dev/null
 bash "$here/tests/images/build-base.sh" "$image" trixie
 # The routers' compiled dependencies for the containers' Python 3.13, beside the 3.11 ones scripts/setup.sh fetched
 # (pip on the host picks the wheels of its own Python from the one directory).
-. "$here/scripts/setup.sh" >/dev/null
 "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.13 \
   --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
   --platform manylinux_2_17_x86_64 --platform manylinux_2_5_x86_64 \

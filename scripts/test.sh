@@ -206,9 +206,11 @@ awk -F'\t' '$2 != 0 { print $1 }' "$results" | while read -r name; do
   f="$logs/stages/$name.log"
   [ -s "$f" ] || continue
   printf '\n===== why %s failed (from build/test-logs/stages/%s.log)\n' "$name" "$name"
-  pattern='^E  |^FAILED |^ERROR|^fatal: |FAILED! =>|Error: |error: '
-  if grep -q -E "$pattern" "$f"; then
-    grep -E "$pattern" "$f" | grep -v 'RETRYING' | tail -n 40 | cut -c1-400
+  # Ansible's retries and ignored errors are no cause; molecule's CRITICAL lines are.
+  found=$(grep -E '^E  |^FAILED |^ERROR|^CRITICAL|^fatal: |FAILED! =>|Error: |error: ' "$f" \
+    | grep -v -e 'RETRYING' -e '\.\.\.ignoring' | tail -n 40 | cut -c1-400)
+  if [ -n "$found" ]; then
+    printf '%s\n' "$found"
   else
     grep -v -e '^\s*$' -e '^[.sxF]* *\[ *[0-9]*%\]$' "$f" | tail -n 40 | cut -c1-400
   fi

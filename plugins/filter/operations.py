@@ -67,8 +67,9 @@ def fleet_history_text(hosts, hostvars):
     texts = []
     for host in hosts:
         read = host_var(hostvars, host, '__status_history_read')
-        # Without the history view the read is registered as skipped: no history section for that host.
-        if not isinstance(read, dict) or read.get('skipped') or 'results' not in read:
+        # Without the history view the read is skipped by its condition and has no results: no section for that host.
+        # (A loop over no entries is registered as skipped too, with results []: that host still gets its section.)
+        if not isinstance(read, dict) or 'results' not in read:
             continue
         entries = [{'name': os.path.basename(str((result.get('item') or {}).get('path', '')).rstrip('/')),
                     'manifest': _entry_manifest(result)}

@@ -289,10 +289,11 @@ def history_rows(current, entries):
     :param entries: dicts ``name`` (the history entry's directory name) and ``manifest`` (its manifest.json, {} when
         unreadable), any order; names written before issue 30 (by when they were replaced) are read the same way.
     :returns: dicts ``entry`` (``current`` or the name: what ``inferops_sglang_rollback_to`` takes), ``saved`` (the
-        manifest's ``saved_at`` or ``-``), ``action`` (``hand-started server``; ``rollback to ENTRY`` for a save of
-        the rollback playbook, whose manifest names the entry in ``restored_from``; ``first kept``; against the next
-        older one: ``adoption`` when that is the hand-started server, ``upgrade``, ``change``, ``same
-        configuration``; ``-`` when either manifest holds no command), ``sglang`` (the recorded version or ``-``),
+        manifest's ``saved_at`` or ``-``), ``action`` (``rollback to ENTRY`` for a save of the rollback playbook,
+        whose manifest names the entry in ``restored_from``, also a rollback to the hand-started configuration;
+        ``hand-started server``; ``first kept``; ``adoption`` when the next older one is the hand-started server
+        itself; against the next older one: ``upgrade``, ``change``, ``same configuration``; ``-`` when either
+        manifest holds no command), ``sglang`` (the recorded version or ``-``),
         ``arguments`` (``model tp x pp x dp``) and ``changes`` (the flag and version changes against the next older
         one, ``; ``-joined, ``-`` when none).
     """
@@ -306,16 +307,16 @@ def history_rows(current, entries):
         older = kept[index + 1][1] if index + 1 < len(kept) else None
         known = older is not None and bool(older.get('command')) and bool(manifest.get('command'))
         changes = _history_changes(older, manifest) if known else []
-        if manifest.get('source') == 'hand-started':
+        if manifest.get('restored_from'):
+            action = 'rollback to %s' % (manifest['restored_from'],)
+        elif manifest.get('source') == 'hand-started':
             action = 'hand-started server'
-        elif manifest.get('restored_from'):
-            action = 'rollback to %s' % manifest['restored_from']
         elif older is None:
             action = 'first kept'
+        elif older.get('source') == 'hand-started' and not older.get('restored_from'):
+            action = 'adoption'
         elif not known:
             action = '-'
-        elif older.get('source') == 'hand-started':
-            action = 'adoption'
         elif changes and changes[0].startswith('SGLang '):
             action = 'upgrade'
         else:

@@ -53,13 +53,14 @@ def one_request(url, model, timeout, api_key="", context=None):
 
 
 def listed_model(url, timeout, api_key="", context=None):
-    """The first model id of GET /v1/models, or "default" where the list cannot be read."""
-    req = urllib.request.Request(url + "/v1/models", headers={"Authorization": "Bearer " + api_key} if api_key else {})
+    """The first model id of GET /v1/models, or "default" where the list cannot be read or names no model."""
     try:
+        req = urllib.request.Request(url + "/v1/models", headers={"Authorization": "Bearer " + api_key} if api_key else {})
         with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
-            return json.loads(resp.read())["data"][0]["id"]
+            model = json.loads(resp.read())["data"][0]["id"]
     except Exception:  # noqa: BLE001 - any failure leaves the name SGLang itself accepts
         return "default"
+    return model if isinstance(model, str) and model else "default"
 
 
 def mask(text, api_key):

@@ -51,6 +51,11 @@ out['history'] = filters['fleet_history_text'](['w1', 'w2'], {
 out['no_history'] = filters['fleet_history_text'](['w1'], {
     'w1': {'__status_history_read': {'changed': False, 'skipped': True, 'skip_reason': 'Conditional result was False'},
            'inferops_sglang_known_good': {'exists': True, 'manifest': current}}})
+# A host with a current configuration and no history entries: the loop over none is registered as skipped with
+# results [] - its section still shows the current row.
+out['empty_loop'] = filters['fleet_history_text'](['w1'], {
+    'w1': {'__status_history_read': {'results': [], 'skipped': True, 'skipped_reason': 'No items in the list'},
+           'inferops_sglang_known_good': {'exists': True, 'manifest': current}}})
 print(json.dumps(out))
 '''
 
@@ -73,3 +78,4 @@ def test_operations_filters():
     assert lines[3].split()[:3] == ['current', '2026-12-02T00:00:00Z', 'change'] and lines[3].endswith('mem-fraction-static 0.88 -> 0.85')
     assert lines[4].split()[0] == '20261201T000000000000Z' and lines[5].split()[0] == '20200101T000000000000Z'
     assert out['no_history'] == ''
+    assert out['empty_loop'].splitlines()[3].split()[0] == 'current', out['empty_loop']

@@ -193,6 +193,22 @@ def test_history_rows_name_a_rollback_and_what_it_restored():
         ('20261201T000000000000Z', 'first kept', '-')]
 
 
+def test_history_rows_a_rollback_to_the_hand_started_configuration_and_the_change_after_it():
+    """Review: a rollback onto the hand-started entry keeps its source; it is still a rollback, and the next change
+    against it is a change, not an adoption."""
+    hand = _manifest('2026-12-01T00:00:00Z', '0.88', source='hand-started')
+    entries = [{'name': '20261201T000000000000Z', 'manifest': hand},
+               {'name': '20261202T000000000000Z', 'manifest': _manifest('2026-12-02T00:00:00Z', '0.85')},
+               {'name': '20261203T000000000000Z', 'manifest': dict(hand, saved_at='2026-12-03T00:00:00Z',
+                                                                   restored_from='20261201T000000000000Z')}]
+    rows = o.history_rows(_manifest('2026-12-04T00:00:00Z', '0.83'), entries)
+    assert [(r['entry'], r['action']) for r in rows] == [
+        ('current', 'change'),
+        ('20261203T000000000000Z', 'rollback to 20261201T000000000000Z'),
+        ('20261202T000000000000Z', 'adoption'),
+        ('20261201T000000000000Z', 'hand-started server')]
+
+
 def test_history_text():
     text = o.history_text('w1', {}, [])
     assert text == 'known-good configurations of w1 (newest first; roll back with -e inferops_sglang_rollback_to=ENTRY):\nnone kept\n'
