@@ -48,6 +48,10 @@ Rows (ratios rather than absolute times: this machine is shared and noisy):
      round-trip tasks kept), against (c)'s ``ansible -m setup`` - an upper bound of what the run would take if every
      assert, set_fact, include and skipped task cost nothing; the calls' own time (start to end) is a lower bound of
      what the round-trips cost.
+ (h) the task files of the adoption path (adopt -> cutover -> gate -> record), counted on (c)'s converge run, which
+     adopts the hand-started server: every task file of the roles service, known_good and cutover of which a task
+     ran (ok, changed or failed), in the order they first ran (callback_plugins/inferops_task_files.py). The facts,
+     cuda_env and fleet roles and the playbook come before and after that path. Goal: <= 15. Runs with (c).
  (f) rollback after a failed SGLang upgrade: a container like (c)'s is adopted on the double's 0.5.9,
      upgraded to its 0.5.10 (a venv of its own, /opt/sglang/venvs/0.5.10, from a wheelhouse built by
      tests/double/build_wheels.py), then asked for 0.5.10.post1, whose server never gets healthy (gate budget 30 s).
@@ -459,13 +463,38 @@ def make_host(tmp, collection, host=HOST):
         conn = {"ansible_connection": "community.docker.docker", "ansible_python_interpreter": "/usr/bin/python3"}
         json.dump({"sglang_servers": {"hosts": {host: conn}}}, handle)
     playbook = os.path.join(BIN, "ansible-playbook")
+    # The converge run adopts the hand-started server: the task files it runs are the adoption path's (row h).
+    files = os.path.join(tmp, "task-files-%s.tsv" % host)
+    traced = ansible_env(ANSIBLE_CALLBACK_PLUGINS=os.path.join(HERE, "callback_plugins"),
+                         ANSIBLE_CALLBACKS_ENABLED="inferops_task_files", INFEROPS_TASK_FILES_OUT=files)
     for name, path in (("prepare", os.path.join(collection, "extensions", "molecule", "resources", "prepare_reference.yml")),
                        ("converge", os.path.join(collection, "site.yml"))):
-        rc, elapsed, out = run_timed([playbook, "-i", inv, path], os.path.join(tmp, "%s-%s.log" % (host, name)))
+        rc, elapsed, out = run_timed([playbook, "-i", inv, path], os.path.join(tmp, "%s-%s.log" % (host, name)),
+                                     traced if name == "converge" else None)
         say("(c) %s: rc %d, %.0f s" % (name, rc, elapsed))
         if rc:
             raise RuntimeError("%s failed:\n%s" % (name, out[-3000:]))
-    return inv
+    return inv, files
+
+
+# The adoption path (adopt -> cutover -> gate -> record): the roles between the facts and the fleet's batch end.
+PATH_ROLES = ("service", "known_good", "cutover")
+
+
+def adoption_path_files(lines):
+    """The task files of the adoption path, in the order they first ran: ``lines`` are the callback's ``PATH\tNAME``
+    lines of the converge run; a file counts when one of its tasks ran in a role of PATH_ROLES. -> list of paths
+    relative to the collection (``roles/cutover/tasks/gate.yml``)."""
+    found = []
+    for line in lines:
+        path = line.split("\t", 1)[0]
+        marker = path.find("/roles/")
+        if marker < 0:
+            continue
+        relative = path[marker + 1:]
+        if relative.split("/")[1] in PATH_ROLES and relative not in found:
+            found.append(relative)
+    return found
 
 
 def converge_peer(tmp):
@@ -575,7 +604,7 @@ def measure_upgrade_rollback(tmp, collection, runs):
     reinstall of sglang==0.5.10 into that same venv (``runs`` times, offline from the same wheelhouse)."""
     import yaml  # pylint: disable=import-outside-toplevel
 
-    inv = make_host(tmp, collection, UPGRADE_HOST)
+    inv = make_host(tmp, collection, UPGRADE_HOST)[0]
     wheels = os.path.join(tmp, "wheelhouse")
     subprocess.run([sys.executable, os.path.join(collection, "tests", "double", "build_wheels.py"), "--out", wheels],
                    check=True, stdout=subprocess.DEVNULL)
@@ -692,6 +721,10 @@ def build_rows(fig):
             rows.append({"row": "(e) floor: run less its local tasks", "measured": "%.1f s of %.1f s" % (
                 floor["floor_s"], floor["wall"]), "comparison": "%.1f s ansible -m setup" % setup,
                 "ratio": "%.1f" % (floor["floor_s"] / setup), "goal": "-", "met": "-"})
+    if "h" in fig:
+        rows.append({"row": "(h) task files on the adoption path", "measured": "%d" % len(fig["h"]["files"]),
+                     "comparison": "roles %s (listed below)" % ", ".join(PATH_ROLES), "ratio": "-", "goal": "<= 15",
+                     "met": met(len(fig["h"]["files"]), 15)})
     if "f" in fig:
         f = fig["f"]
         reinstall = statistics.median(f["reinstall"])
@@ -742,7 +775,9 @@ def main():
             fig["b"] = measure_crash(runs, 30 if args.quick else 120)
         if "c" in only:
             try:
-                inv = make_host(tmp, collection)
+                inv, task_files = make_host(tmp, collection)
+                with open(task_files) as handle:
+                    fig["h"] = {"files": adoption_path_files(handle)}
                 fig["c"] = measure_converged(tmp, collection, inv, pairs)
                 if "e" in only:
                     fig["e"] = measure_round_trips(tmp, collection, inv)
@@ -779,6 +814,9 @@ def main():
                   % (floor["wall"], floor["fixed_s"], floor["round_trip_tasks"], floor["round_trip_s"],
                      floor["local_tasks"], floor["local_s"], floor["floor_s"], floor["calls"], floor["calls_s"],
                      floor["unattributed"]))
+    if "h" in fig:
+        print()
+        print("(h) the adoption path's task files, in the order they first ran: " + ", ".join(fig["h"]["files"]))
     if "d" in fig:
         d = fig["d"]
         print()

@@ -23,10 +23,11 @@ from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover imp
     cutover_replica,
     cutover_status_router,
 )
-from ansible_collections.inferops.sglang.plugins.module_utils._plans.cuda_env import cuda_env_secrets
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.cuda_env import cuda_env_plan, cuda_env_secrets
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.facts import facts_summary
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import replica_args
-from ansible_collections.inferops.sglang.plugins.module_utils._plans.known_good import known_good_manifest
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.known_good import cutover_known_good, known_good_manifest
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.problems import preflight_message
 
 
 class FilterModule(object):
@@ -41,10 +42,13 @@ class FilterModule(object):
             'cutover_outcome': as_filter(cutover_outcome),
             'cutover_record': as_filter(cutover_record),
             'cutover_inputs': as_filter(cutover_inputs),
+            'cutover_known_good': as_filter(cutover_known_good),
             'cutover_failure': as_filter(cutover_failure),
             'cutover_status_router': as_filter(cutover_status_router),
             'replica_args': as_filter(replica_args),
             'known_good_manifest': as_filter(known_good_manifest),
+            'cuda_env_plan': as_filter(cuda_env_plan),
             'cuda_env_secrets': as_filter(cuda_env_secrets),
+            'preflight_message': as_filter(preflight_message),
             'facts_summary': as_filter(facts_summary),
         }

@@ -29,7 +29,8 @@ NAMED_ENTRY = re.compile(r"``\[([^\]\n]+)\]``")
 NAMED_CHECK_SOURCES = {'service': [os.path.join(ROOT, "plugins", "module_utils", "_service_preflight.py"),
                                    os.path.join(ROOT, "plugins", "module_utils", "_plans", "service.py"),
                                    os.path.join(ROOT, "plugins", "module_utils", "_plans", "service_host.py"),
-                                   os.path.join(ROOT, "plugins", "module_utils", "_plans", "service_model.py")]}
+                                   os.path.join(ROOT, "plugins", "module_utils", "_plans", "service_model.py")],
+                       'cuda_env': [os.path.join(ROOT, "plugins", "module_utils", "_plans", "cuda_env.py")]}
 
 
 def tasks(items):

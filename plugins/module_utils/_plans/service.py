@@ -21,7 +21,7 @@ import os
 import re
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _gpu_health, _nvidia_smi, _sandbox, _secrets, _server_log, _supervisors
-from ansible_collections.inferops.sglang.plugins.module_utils._plans import service_host, service_model
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import problems as plan_problems, service_host, service_model
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
     args_to_argv, argv_to_args, invalid_environment, no_proxy_env, topology_defaults)
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline, identity
@@ -696,5 +696,5 @@ def problems(inp, plan, facts, seen):
     for name, check in CHECKS:
         message = check(inp, plan, facts, seen)
         if message:
-            found.append({'check': name, 'message': message.strip()})
+            found.append(plan_problems.problem(name, message))
     return found

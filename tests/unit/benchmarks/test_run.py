@@ -175,3 +175,24 @@ def test_stage_bench_weights_pass_model_stage_checks(tmp_path):
     assert found['problems'] == [] and [f['path'] for f in found['files']] == files
     run.bench_stage.evict(files)
     assert sum(stage.resident_bytes(path) for path in files) < sum(f['size'] for f in found['files'])
+
+
+def test_adoption_path_files_are_the_path_roles_task_files_in_first_run_order():
+    base = '/tmp/colls/ansible_collections/inferops/sglang/'
+    lines = [base + 'playbooks/site.yml\tTake this host\'s lock\n',
+             base + 'roles/facts/tasks/main.yml\tGather\n',
+             base + 'roles/service/tasks/preflight.yml\tPlan\n',
+             base + 'roles/known_good/tasks/read.yml\tRead\n',
+             base + 'roles/service/tasks/preflight.yml\tCheck\n',
+             base + 'roles/cutover/tasks/gate.yml\tGate\n',
+             '\tA task without a path\n',
+             base + 'roles/fleet/tasks/batch_end.yml\tCollect\n']
+    assert run.adoption_path_files(lines) == ['roles/service/tasks/preflight.yml', 'roles/known_good/tasks/read.yml',
+                                              'roles/cutover/tasks/gate.yml']
+
+
+def test_build_rows_path_files_row():
+    rows = run.build_rows({'h': {'files': ['f%d' % i for i in range(16)]}})
+    assert rows == [{'row': '(h) task files on the adoption path', 'measured': '16',
+                     'comparison': 'roles service, known_good, cutover (listed below)', 'ratio': '-', 'goal': '<= 15',
+                     'met': 'NO'}]

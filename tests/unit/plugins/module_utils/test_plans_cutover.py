@@ -16,6 +16,7 @@ import pytest
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import (
     SERVICE_DEFAULTS, cutover_check_failure, cutover_decide, cutover_failure, cutover_inputs, cutover_outcome,
     cutover_dark_window, cutover_record, cutover_replica, live_files, change_lines, record_action)
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.known_good import cutover_known_good
 
 
 SCHEDULERS = [{'main_pid': 42, 'members': [{'role': 'scheduler', 'title': 'sglang::scheduler_TP0'}]}]
@@ -510,3 +511,35 @@ def test_dark_window_in_the_output_and_the_record():
     assert record['dark_window'] == '4.2 s (stop + release 1.0 s, load 2.0 s, gate 1.2 s)'
     assert record['stage'] == ('reading 2.00 GiB of 2 file(s) (mode fit): read 2.00 GiB in 1.0 s (2.15 GB/s); '
                                'resident 0.00 of 2.00 GiB before, 2.00 after')
+
+
+# ---- cutover_known_good: the manifest a passing cutover keeps ---------------------------------------------------------
+
+def test_known_good_manifest_of_a_passing_cutover():
+    state = {'action': 'start', 'dark_from': 100.0, 'began': 104.0, 'perf': {'decode_tok_s': 812.5},
+             'versions': {'sglang': '0.5.23'}, 'files': [{'src': '/etc/systemd/system/sglang.service'}]}
+    inputs = cutover_inputs({'manager': 'systemd', 'command': ['/opt/v/bin/python3', '-m', 'sglang.launch_server'],
+                             'boot': 'enabled', 'cache_dir': '/var/cache/sglang', 'sandbox': ['ProtectSystem=strict'],
+                             'exposure': {'after': 4.2}, 'environment_names': ['HF_HOME']},
+                            {'environment': {'CUDA_HOME': '/usr/local/cuda'}})
+    gate = {'time_to_tcp': 3, 'time_to_healthy': 3.5}
+    stopped = {'stopped': [{'pid': 7}]}
+    manifest = cutover_known_good(state, inputs, gate, stopped, 'sglang.service',
+                                  {'sitecustomize': '/usr/lib/python3/sitecustomize.py', 'block': 'import os'})
+    assert manifest == {
+        'source': 'cutover', 'unit': 'sglang.service', 'manager': 'systemd',
+        'command': ['/opt/v/bin/python3', '-m', 'sglang.launch_server'], 'time_to_healthy': 3.5,
+        'dark_window': cutover_dark_window(state, gate, stopped), 'perf': {'decode_tok_s': 812.5},
+        'sitecustomize': '/usr/lib/python3/sitecustomize.py', 'sitecustomize_block': 'import os',
+        'record': {'boot': 'enabled', 'cache_dir': '/var/cache/sglang', 'sandbox': ['ProtectSystem=strict'],
+                   'exposure': {'after': 4.2}, 'environment_names': ['HF_HOME'],
+                   'cuda_environment': {'CUDA_HOME': '/usr/local/cuda'}, 'versions': {'sglang': '0.5.23'}}}
+    assert manifest['dark_window']['seconds'] == 7.5
+
+
+def test_known_good_manifest_without_a_gate_a_stop_or_a_managed_block():
+    manifest = cutover_known_good({}, cutover_inputs({}, {}), None, None, 'sglang', None)
+    assert (manifest['manager'], manifest['command'], manifest['time_to_healthy'], manifest['perf']) == ('systemd', [], None, None)
+    assert (manifest['sitecustomize'], manifest['sitecustomize_block']) == (None, '')
+    assert manifest['record']['cuda_environment'] == {}
+    assert manifest['dark_window']['seconds'] is None
