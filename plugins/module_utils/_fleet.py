@@ -200,8 +200,9 @@ def summary_rows(order, batches, results, failures, attempted=None, heading=None
         recorded before, ``-`` when unknown; ``_versions.column_text``), ``dark_window_text`` (:func:`dark_window_text`),
         ``shown`` (the result in the run's words:
         ``restarted``, ``rolled back to entry NAME``, ``rolled back``...), ``changes`` (``change_texts`` of the cutover's
-        argument changes, or for a host that failed before its cutover the change it attempted) and the cutover's
-        fields.
+        argument changes, or for a host that failed before its cutover the change it attempted),
+        ``time_to_healthy_text`` (``'4.2'`` or ``'-'``), ``rolled_back_text`` (``yes``, ``yes (requested)`` on a
+        rollback run, ``no``) and the cutover's fields.
     :param attempted: dict host -> the argument diff a host that failed before its cutover was about to apply.
     :param heading: ``summary_heading`` of the run (None: a rollout).
         A host with neither a result nor a failure is ``not started`` when no host of its batch or a later
@@ -240,8 +241,25 @@ def summary_rows(order, batches, results, failures, attempted=None, heading=None
             diff = (attempted or {}).get(host) or diff
         row['changes'] = change_texts(diff)
         row['shown'] = _shown(row, heading or summary_heading(None))
+        row['time_to_healthy_text'] = _seconds_text(row.get('time_to_healthy_s'))
+        row['rolled_back_text'] = _rolled_back_text(row, heading or summary_heading(None))
         rows.append(row)
     return rows
+
+
+def _seconds_text(seconds):
+    """A cell of seconds: ``'4.2'``, or ``'-'`` when there is no figure (an unchanged server was only checked)."""
+    return '-' if seconds is None or seconds == '' else '%.1f' % float(seconds)
+
+
+def _rolled_back_text(row, heading):
+    """The fleet summary's rolled-back cell: ``yes`` where the cutover failed and rolled back, ``yes (requested)`` for a
+    host the rollback playbook put back on a known-good configuration, else ``no``."""
+    if row.get('rolled_back') is True or row.get('result') == 'rolled_back':
+        return 'yes'
+    if heading.get('kind') == 'rollback' and row.get('result') == 'deployed':
+        return 'yes (requested)'
+    return 'no'
 
 
 def dark_window_text(window):

@@ -481,9 +481,12 @@ def change_lines(args_diff, previous_versions, versions, previous_record, record
     lines += ['%s %s -> %s' % (row['label'], row['old'], row['new'])
               for row in versions_change(_dict(previous_versions), _dict(versions)) if row['changed']]
     old_names, new_names = set(previous_record.get('environment_names') or []), set(record.get('environment_names') or [])
-    if previous_record:
+    # Compared only where the previous configuration recorded them (the hand-started seed records its environment's
+    # names, not a managed CUDA environment: it had none).
+    if 'environment_names' in previous_record:
         lines += ['environment %s added (value not shown)' % name for name in sorted(new_names - old_names)]
         lines += ['environment %s removed' % name for name in sorted(old_names - new_names)]
+    if 'cuda_environment' in previous_record:
         old_env = redact_env(_dict(previous_record.get('cuda_environment')))[0]
         new_env = redact_env(_dict(record.get('cuda_environment')))[0]
         for name in sorted(set(old_env) | set(new_env)):
@@ -548,7 +551,11 @@ def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, k
     sitecustomize = _dict(python.get('sitecustomize'))
     output = _dict(_dict(state.get('outcome')).get('output'))
     versions = _dict(output.get('versions'))
-    previous_record = _dict(_dict(_dict(state.get('previous')).get('manifest')).get('record'))
+    previous_manifest = _dict(_dict(state.get('previous')).get('manifest'))
+    previous_record = _dict(previous_manifest.get('record'))
+    # A unit ran before this one where a known-good configuration of the collection's own was kept (not the hand-started
+    # server's seed); a restart or rollback renders nothing, so its exposure before was not measured.
+    unit_before = previous_manifest.get('source') not in (None, 'hand-started')
     changes = change_lines(output.get('args_diff'), output.get('previous_versions'), versions, previous_record,
                            {'environment_names': service.get('environment_names') or [],
                             'cuda_environment': _dict(cuda_env.get('environment'))})
@@ -560,7 +567,7 @@ def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, k
         'group': service.get('group', 'root'),
         'cache_dir': service.get('cache_dir') or '-',
         'sandbox': _joined([directive[0] for directive in service.get('sandbox', [])], 'none'),
-        'exposure_before': _exposure(exposure.get('before'), '- (no unit yet)'),
+        'exposure_before': _exposure(exposure.get('before'), '- (not measured)' if unit_before else '- (no unit yet)'),
         'exposure_after': _exposure(exposure.get('after'), '-'),
         'environment_names': _joined(service.get('environment_names'), 'none', md_code),
         'environment_left_out': list(service.get('environment_left_out', [])),

@@ -44,7 +44,8 @@ def service_deployed(manifest, plan, facts, name):
     :returns: dict ``manager``, ``unit`` (the manifest's, else the plan's; a supervisor program is named
         ``name``), ``command`` (list), ``args`` (its flags, no leading words), ``config`` (its ``--config`` path, ''
         when none), ``files`` (the files the manifest keeps), ``boot`` ('-' when none was recorded), ``cache_dir``,
-        ``sandbox``, ``exposure``, ``environment_names`` (as recorded; empty when none was: the hand-started seed),
+        ``sandbox``, ``exposure`` (``after``: the unit's recorded exposure, where one was; never ``before``),
+        ``environment_names`` (as recorded; empty when none was),
         ``python`` (the deployed interpreter, None when the manifest has no command), ``venv`` (its venv, '' when
         none), ``sglang_version`` (the facts' when the deployed interpreter is the one the facts examined, else
         None), ``nnodes``, ``node_rank`` (ints; 1 and 0 when the command has no such flag).
@@ -65,7 +66,8 @@ def service_deployed(manifest, plan, facts, name):
         'boot': record.get('boot') or '-',
         'cache_dir': record.get('cache_dir') or '',
         'sandbox': record.get('sandbox') or [],
-        'exposure': record.get('exposure') or {},
+        # The unit as recorded when it was deployed: this run renders nothing, so nothing was measured before it.
+        'exposure': dict(item for item in _dict_or_empty(record.get('exposure')).items() if item[0] == 'after'),
         'environment_names': record.get('environment_names') or [],
         'python': interpreter,
         'venv': os.path.dirname(os.path.dirname(interpreter or '')),

@@ -148,7 +148,7 @@ def test_router_workers_file_is_an_environment_file():
 def test_fleet_summary_cells_hold_pipes_and_line_breaks():
     row = {'host': 'h|1', 'batch': 1, 'result': 'failed', 'failure': 'boom\n# heading', 'failed_task': 't',
            'args_diff': {'changed': {'x': {'old': 'a|b', 'new': 'c'}}}, 'dark_window_text': '12.8 (0.5 + 10.0 + 2.3)',
-           'shown': 'failed', 'changes': ['--x a|b -> c']}
+           'shown': 'failed', 'changes': ['--x a|b -> c'], 'time_to_healthy_text': '-', 'rolled_back_text': 'no'}
     text = render('fleet', 'fleet-summary.md.j2', _fleet_run_id='r1', _fleet_run={'started': 's'},
                   __fleet_heading={'kind': 'restart', 'title': 'SGLang fleet restart', 'done': 'restarted'},
                   __fleet_finished='f', __fleet_wall_s=1, _fleet_plan={'batches': [['h|1']], 'canary': ['h|1']},
@@ -158,6 +158,15 @@ def test_fleet_summary_cells_hold_pipes_and_line_breaks():
     assert '| 12.8 (0.5 + 10.0 + 2.3) |' in table[0]  # the dark window column (issue 32)
     assert '# heading' not in [line.strip() for line in text.splitlines()]
     assert text.startswith('# SGLang fleet restart r1') and '--x a\\|b -> c' in table[0] and '<br>' not in text
+    assert '| - | 12.8 (0.5 + 10.0 + 2.3) | no |' in table[0] and '- Started s, written f (1 s)' in text
+
+
+def test_fleet_summary_in_check_mode_says_it_was_not_written():
+    text = render('fleet', 'fleet-summary.md.j2', _fleet_run_id='r1', _fleet_run={'started': 's'},
+                  __fleet_heading={'kind': 'check', 'title': 'SGLang fleet check (rollout, nothing changed)', 'done': 'would change'},
+                  __fleet_finished='f', __fleet_wall_s=1, _fleet_plan={'batches': [['h']], 'canary': ['h']},
+                  __fleet_bad_rows=[], __fleet_done=True, __fleet_rows=[])
+    assert '- Started s, as of f (1 s); check mode: not written to disk' in text
 
 
 def record_vars(**overrides):

@@ -90,6 +90,19 @@ def test_summary_rows():
     assert [(r['host'], r['batch'], r['result']) for r in rows] == [
         ('a', 1, 'deployed'), ('b', 2, 'deployed'), ('c', 2, 'rolled_back'), ('d', 3, 'not started')]
     assert rows[2]['failure'] == 'Cutover failed' and rows[2]['rolled_back'] is True
+    assert [(r['time_to_healthy_text'], r['rolled_back_text']) for r in rows] == [
+        ('4.2', 'no'), ('4.0', 'no'), ('-', 'yes'), ('-', 'no')]
+
+
+def test_summary_rows_of_a_rollback_run_say_the_hosts_were_rolled_back():
+    """A rollback playbook run: each host put back is 'rolled back to entry NAME' and its rolled-back cell says so;
+    an unchanged server (only checked) has no time to healthy."""
+    heading = f.summary_heading('inferops.sglang.rollback')
+    results = {'a': {'result': 'deployed', 'rollback_to': '20261205T153000Z', 'time_to_healthy_s': 12.25},
+               'b': {'result': 'unchanged', 'time_to_healthy_s': None}}
+    rows = f.summary_rows(['a', 'b'], [['a'], ['b']], results, {}, heading=heading)
+    assert [(r['shown'], r['time_to_healthy_text'], r['rolled_back_text']) for r in rows] == [
+        ('rolled back to entry 20261205T153000Z', '12.2', 'yes (requested)'), ('unchanged', '-', 'no')]
 
 
 def test_summary_rows_failure_before_cutover_and_silent_loss():
@@ -100,7 +113,7 @@ def test_summary_rows_failure_before_cutover_and_silent_loss():
     rows = f.summary_rows(['a', 'b'], [['a'], ['b']], {}, {'a': {'msg': 'pre-flight: no GPUs', 'task': 'Check'}})
     assert rows[0] == {'host': 'a', 'batch': 1, 'result': 'failed', 'failure': 'pre-flight: no GPUs',
                        'failed_task': 'Check', 'ok': False, 'sglang_version': '-', 'dark_window_text': '-',
-                       'changes': [], 'shown': 'failed'}
+                       'changes': [], 'shown': 'failed', 'time_to_healthy_text': '-', 'rolled_back_text': 'no'}
     assert rows[1]['result'] == 'not started'
 
 

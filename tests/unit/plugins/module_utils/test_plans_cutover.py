@@ -358,8 +358,9 @@ EMPTY_RECORD = {
       'systemd_version': 252, 'driver_version': '550', 'cuda_driver_version': '12.4',
       'toolkits': '/usr/local/cuda, /opt/cuda', 'python_version': '3.11.2', 'sglang_version': '0.5.23',
       'findings': '| a |', 'dark_window': 'no old server answered before (stop + release -, load 1.5 s, gate 1.5 s)'}),
-    # a previous configuration saved by a cutover, or with no manifest, is not the hand-started server
-    ({'previous': {'manifest': {'source': 'cutover'}}}, {}, {}, {}, {}, {}, {}, '', {}),
+    # a previous configuration saved by a cutover, or with no manifest, is not the hand-started server; after a
+    # cutover's configuration a unit ran before, whose exposure this run did not measure (a restart, a rollback)
+    ({'previous': {'manifest': {'source': 'cutover'}}}, {}, {}, {}, {}, {}, {}, '', {'exposure_before': '- (not measured)'}),
     ({'previous': {'manifest': None}}, {}, {}, {}, {}, {}, {}, '', {}),
     # a sitecustomize.py that is not a symlink is not named twice
     ({}, {}, {}, {'python': {'sitecustomize': {'path': '/usr/lib/sc.py', 'is_link': False}}}, {}, {}, {}, '', {}),
@@ -406,6 +407,18 @@ def test_change_lines_flags_versions_environment():
                      'SGLang 0.5.9 -> 0.5.10', 'environment HF_TOKEN added (value not shown)', 'environment OLD removed',
                      'NCCL_DEBUG WARN -> INFO']
     assert not [line for line in lines if "'a'" in line or line.endswith(' b')], 'no secret value'
+
+
+def test_change_lines_after_the_hand_started_seed():
+    """The first adoption: the hand-started server's seed records its environment's names and versions, no managed CUDA
+    environment (it had none) - so names it already had are not 'added', and no CUDA value reads '(unset) -> ...'."""
+    seed = {'environment_names': ['CUDA_HOME', 'LD_LIBRARY_PATH', 'SGLANG_ENABLE_SPEC_V2'], 'versions': {'sglang': '0.5.9'}}
+    new = {'environment_names': ['CUDA_HOME', 'LD_LIBRARY_PATH', 'SGLANG_ENABLE_SPEC_V2', 'HF_HOME'],
+           'cuda_environment': {'CUDA_HOME': '/usr/local/cuda', 'NCCL_NVLS_ENABLE': '0'}}
+    assert change_lines({}, {'sglang': '0.5.9'}, {'sglang': '0.5.9'}, seed, new) == [
+        'environment HF_HOME added (value not shown)']
+    # a seed saved before it recorded names (versions only): no environment lines at all
+    assert change_lines({}, {}, {}, {'versions': {'sglang': '0.5.9'}}, new) == []
 
 
 def test_change_lines_nothing_known():

@@ -548,6 +548,9 @@ DEPLOYED_FACTS = {'python': {'executable': '/opt/venv/bin/python3', 'sglang_vers
       'exposure': {'after': {'score': 2.0, 'level': 'OK'}}, 'environment_names': ['HF_HOME']}),
     ({'record': {'boot': None, 'cache_dir': None, 'sandbox': None, 'exposure': None, 'environment_names': None}},
      DEPLOYED_PLAN, {}),
+    # the exposure the unit had when it was deployed; what was measured before that cutover is not this run's before
+    ({'record': {'exposure': {'before': {'score': 9.6, 'level': 'UNSAFE'}, 'after': {'score': 2.0, 'level': 'OK'}}}},
+     DEPLOYED_PLAN, {'exposure': {'after': {'score': 2.0, 'level': 'OK'}}}),
     # the command: flags, --config, the interpreter, its venv; the facts' version only for the examined interpreter
     ({'command': ['/opt/venv/bin/python3', '-m', 'sglang.launch_server', '--config', '/etc/sglang/config.yaml',
                   '--nnodes', '2', '--node-rank', '1']}, DEPLOYED_PLAN,
