@@ -484,13 +484,20 @@ def change_lines(args_diff, previous_versions, versions, previous_record, record
     # Compared only where the previous configuration recorded them (the hand-started seed records its environment's
     # names, not a managed CUDA environment: it had none).
     if 'environment_names' in previous_record:
-        lines += ['environment %s added (value not shown)' % name for name in sorted(new_names - old_names)]
-        lines += ['environment %s removed' % name for name in sorted(old_names - new_names)]
+        # A name that moved between the server's own environment file and the CUDA/NCCL environment is still set.
+        old_cuda, new_cuda = set(_dict(previous_record.get('cuda_environment'))), set(_dict(record.get('cuda_environment')))
+        lines += ['environment %s added (value not shown)' % name
+                  for name in sorted(new_names - old_names - (old_cuda - new_cuda))]
+        lines += ['environment %s removed' % name for name in sorted(old_names - new_names - (new_cuda - old_cuda))]
+        lines += ['environment %s now set by the CUDA/NCCL environment' % name
+                  for name in sorted((old_names - new_names) & (new_cuda - old_cuda))]
     if 'cuda_environment' in previous_record:
         old_env = redact_env(_dict(previous_record.get('cuda_environment')))[0]
         new_env = redact_env(_dict(record.get('cuda_environment')))[0]
         for name in sorted(set(old_env) | set(new_env)):
-            if old_env.get(name) != new_env.get(name):
+            if name not in new_env and name in new_names - old_names:
+                lines.append('%s now set by the server\'s own environment file' % name)
+            elif old_env.get(name) != new_env.get(name):
                 lines.append('%s %s -> %s' % (name, old_env.get(name, '(unset)'), new_env.get(name, '(unset)')))
     return lines
 
@@ -499,9 +506,10 @@ def record_action(state, changes):
     """What a cutover did, in the words of the deployment record's first line (str).
 
     :param state: the ``__cutover`` fact (``action``, ``previous``, ``rollback_to``: the history entry an operator's
-        rollback restores, '' otherwise).
+        rollback restores, '' otherwise; ``rollback_current``: the rollback restores the current configuration).
     :param changes: ``change_lines`` of this configuration.
-    :returns: 'first adoption of the hand-started server', 'first start', 'rollback to entry NAME', 'upgrade (SGLang
+    :returns: 'first adoption of the hand-started server', 'first start', 'rollback to entry NAME', 'rollback to the
+        current known-good configuration', 'upgrade (SGLang
         0.5.9 -> 0.5.10)', 'restart for a change', 'start of a stopped server', 'restart of an unchanged server' or
         'none (unchanged, running)'.
     """
@@ -511,9 +519,12 @@ def record_action(state, changes):
     manifest = _dict(previous.get('manifest'))
     if state.get('rollback_to'):
         return 'rollback to entry %s' % state['rollback_to']
+    if _truth(state.get('rollback_current', False)):
+        return 'rollback to the current known-good configuration'
     if action == 'none':
         return 'none (unchanged, running)'
-    if manifest.get('source') == 'hand-started':
+    # The hand-started server's seed, unless a rollback put it back (then this is a change like any other).
+    if manifest.get('source') == 'hand-started' and not manifest.get('restored_from'):
         return 'first adoption of the hand-started server'
     if not _truth(previous.get('exists', bool(manifest))):
         return 'first start'

@@ -417,6 +417,15 @@ def test_change_lines_after_the_hand_started_seed():
            'cuda_environment': {'CUDA_HOME': '/usr/local/cuda', 'NCCL_NVLS_ENABLE': '0'}}
     assert change_lines({}, {'sglang': '0.5.9'}, {'sglang': '0.5.9'}, seed, new) == [
         'environment HF_HOME added (value not shown)']
+    # CUDA_HOME moved from the server's own environment file into the CUDA/NCCL environment: not 'removed'
+    moved = dict(new, environment_names=['LD_LIBRARY_PATH', 'SGLANG_ENABLE_SPEC_V2', 'HF_HOME'])
+    assert change_lines({}, {}, {}, seed, moved) == ['environment HF_HOME added (value not shown)',
+                                                     'environment CUDA_HOME now set by the CUDA/NCCL environment']
+    # ... and back (a rollback onto the hand-started configuration): neither 'added' nor '-> (unset)'
+    back = dict(seed, cuda_environment={})
+    assert change_lines({}, {}, {}, moved, back) == ['environment HF_HOME removed',
+                                                    'CUDA_HOME now set by the server\'s own environment file',
+                                                    'NCCL_NVLS_ENABLE 0 -> (unset)']
     # a seed saved before it recorded names (versions only): no environment lines at all
     assert change_lines({}, {}, {}, {'versions': {'sglang': '0.5.9'}}, new) == []
 
@@ -441,6 +450,11 @@ def test_change_lines_nothing_known():
     ({'action': 'start', 'previous': {'exists': True, 'manifest': {}}}, [], 'start of a stopped server'),
     ({'action': 'restart', 'rollback_to': '20261205T153000Z', 'previous': {'exists': True}}, ['a 1 -> 2'],
      'rollback to entry 20261205T153000Z'),
+    ({'action': 'restart', 'rollback_to': '', 'rollback_current': 'True', 'previous': {'exists': True}}, [],
+     'rollback to the current known-good configuration'),
+    # the hand-started configuration a rollback put back is no adoption the next time
+    ({'action': 'restart', 'previous': {'exists': True, 'manifest': {'source': 'hand-started', 'restored_from': 'E1'}}},
+     ['tp-size 8 -> 4'], 'restart for a change'),
 ])
 def test_record_action(state, changes, expected):
     assert record_action(state, changes) == expected
