@@ -13,6 +13,8 @@ until every unit has a batch.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.inferops.sglang.plugins.module_utils import _versions
 
 
@@ -248,14 +250,18 @@ def summary_rows(order, batches, results, failures, attempted=None, heading=None
 
 
 def _seconds_text(seconds):
-    """A cell of seconds: ``'4.2'``, or ``'-'`` when there is no figure (an unchanged server was only checked)."""
-    return '-' if seconds is None or seconds == '' else '%.1f' % float(seconds)
+    """A cell of seconds: ``'4.2'``, or ``'-'`` when there is no figure (an unchanged server was only checked, or the
+    value is not a number)."""
+    try:
+        return '%.1f' % float(seconds)
+    except (TypeError, ValueError):
+        return '-'
 
 
 def _rolled_back_text(row, heading):
     """The fleet summary's rolled-back cell: ``yes`` where the cutover failed and rolled back, ``yes (requested)`` for a
     host the rollback playbook put back on a known-good configuration, else ``no``."""
-    if row.get('rolled_back') is True or row.get('result') == 'rolled_back':
+    if boolean(row.get('rolled_back') or False, strict=False) or row.get('result') == 'rolled_back':
         return 'yes'
     if heading.get('kind') == 'rollback' and row.get('result') == 'deployed':
         return 'yes (requested)'

@@ -66,22 +66,27 @@ def cuda_env_environment(cuda_home, variables=None, nccl=None, extra=None):
     return environment
 
 
+def _as_dict(value):
+    """A mapping as itself; anything else (None, a string where facts belong) as {}."""
+    return value if hasattr(value, 'get') else {}
+
+
 def _sitecustomize(facts):
     """The sitecustomize.py the interpreter imports (``realpath``: symlinks resolved), else where it would import a new
     one from (host_facts' ``candidate``), else ``''``."""
-    found = ((facts.get('python') or {}).get('sitecustomize') or {})
-    return found.get('realpath') or found.get('candidate') or ''
+    found = _as_dict(_as_dict(facts.get('python')).get('sitecustomize'))
+    return str(found.get('realpath') or found.get('candidate') or '')
 
 
 def _state_problems(plan, cuda_home, facts, state, manage):
     """The problems of what the one host read (module cuda_env_state) found."""
     problems = []
-    tools = state.get('tools') or {}
+    tools = _as_dict(state.get('tools'))
     if not all(tools.values()):
-        seen = ', '.join(t.get('path', '') for t in (facts.get('cuda') or {}).get('toolkits') or []) or 'none'
+        seen = ', '.join(_as_dict(t).get('path', '') for t in _as_dict(facts.get('cuda')).get('toolkits') or []) or 'none'
         problems.append(_problem(CHECK_TOOLS, '%s lacks bin/nvcc or bin/ptxas. Set cuda_env_cuda_home to the CUDA toolkit '
                                               'the server uses (toolkits seen: %s).' % (cuda_home, seen)))
-    site = state.get('sitecustomize') or {}
+    site = _as_dict(state.get('sitecustomize'))
     if manage and site:
         if not site.get('dir_isdir') or (site.get('exists') and not site.get('isreg')):
             what = ('a directory' if site.get('isdir') else
@@ -106,23 +111,27 @@ def cuda_env_plan(inputs, facts, state=None):
     :param facts: host facts (module host_facts); ``init`` tells they were gathered.
     :param state: the result of module cuda_env_state (``tools``: name -> bool; ``sitecustomize``: ``exists``,
         ``isreg``, ``isdir``, ``dir_isdir``, ``marker_problem``), or None before it ran.
-    :returns: dict with ``environment`` (name -> value), ``marker`` (the managed block's marker, ``{mark}`` for
-        BEGIN/END), ``python`` (the server's interpreter, ``''`` unknown), ``sitecustomize`` (full path or ``''``),
-        ``pythonpath`` (str) and ``problems`` (list of dicts ``check`` - the check's name - and ``message`` - what is
-        wrong and what to do; empty: the pre-flight passes). Values of the environment never appear in a message.
+    :returns: dict with ``manage_sitecustomize`` (bool, Ansible's truth rule: the role's tasks read this, not the
+        variable, so ``'false'`` from ``-e`` means false everywhere), ``environment`` (name -> value), ``marker`` (the
+        managed block's marker, ``{mark}`` for BEGIN/END), ``python`` (the server's interpreter, ``''`` unknown),
+        ``sitecustomize`` (full path or ``''``), ``pythonpath`` (str) and ``problems`` (list of dicts ``check`` - the
+        check's name - and ``message`` - what is wrong and what to do; empty: the pre-flight passes). No value of
+        ``variables``, ``nccl`` or ``extra`` appears in a message (``cuda_home``, no secret, is named where it is
+        wrong). Facts or a read that are not mappings count as missing.
     """
-    facts = facts or {}
+    inputs, facts = _as_dict(inputs), _as_dict(facts)
     cuda_home = _input(inputs, 'cuda_home', '')
     # Ansible's own truth rule: a value templated as text on ansible-core before 2.19 ('False') is false too.
     manage = boolean(_input(inputs, 'manage_sitecustomize', True), strict=False)
-    python = (facts.get('python') or {})
+    python = _as_dict(facts.get('python'))
     plan = {
+        'manage_sitecustomize': manage,
         'environment': cuda_env_environment(cuda_home, _input(inputs, 'variables'), _input(inputs, 'nccl'),
                                             _input(inputs, 'extra')),
         'marker': CUDA_ENV_MARKER,
-        'python': python.get('executable') or '',
+        'python': str(python.get('executable') or ''),
         'sitecustomize': _sitecustomize(facts),
-        'pythonpath': python.get('pythonpath') or '',
+        'pythonpath': str(python.get('pythonpath') or ''),
     }
     problems = plan['problems'] = []
     if 'init' not in facts:
@@ -130,7 +139,7 @@ def cuda_env_plan(inputs, facts, state=None):
                                               '(module inferops.sglang.host_facts) before inferops.sglang.cuda_env, or '
                                               'pass its facts in cuda_env_host_facts.'))
         return plan
-    error = (python.get('sitecustomize') or {}).get('error')
+    error = _as_dict(python.get('sitecustomize')).get('error')
     if error:
         problems.append(_problem(CHECK_IMPORT, '%s fails to import its sitecustomize.py at start-up: %s. Every process of '
                                                'that interpreter starts without what the file sets (the CUDA/NCCL '
@@ -158,5 +167,5 @@ def cuda_env_plan(inputs, facts, state=None):
                                                  'facts_python, or set cuda_env_manage_sitecustomize to false.'
                                                  % (plan['python'] or 'the server interpreter', site or 'nothing')))
     if state is not None and not problems:
-        problems.extend(_state_problems(plan, cuda_home, facts, state, manage))
+        problems.extend(_state_problems(plan, cuda_home, facts, _as_dict(state), manage))
     return plan

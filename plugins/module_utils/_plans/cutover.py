@@ -523,8 +523,8 @@ def record_action(state, changes):
         return 'rollback to the current known-good configuration'
     if action == 'none':
         return 'none (unchanged, running)'
-    # The hand-started server's seed, unless a rollback put it back (then this is a change like any other).
-    if manifest.get('source') == 'hand-started' and not manifest.get('restored_from'):
+    # The hand-started server's seed started as the unit; not a restart of it, nor after a rollback put it back.
+    if manifest.get('source') == 'hand-started' and not manifest.get('restored_from') and action == 'start':
         return 'first adoption of the hand-started server'
     if not _truth(previous.get('exists', bool(manifest))):
         return 'first start'
@@ -562,11 +562,7 @@ def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, k
     sitecustomize = _dict(python.get('sitecustomize'))
     output = _dict(_dict(state.get('outcome')).get('output'))
     versions = _dict(output.get('versions'))
-    previous_manifest = _dict(_dict(state.get('previous')).get('manifest'))
-    previous_record = _dict(previous_manifest.get('record'))
-    # A unit ran before this one where a known-good configuration of the collection's own was kept (not the hand-started
-    # server's seed); a restart or rollback renders nothing, so its exposure before was not measured.
-    unit_before = previous_manifest.get('source') not in (None, 'hand-started')
+    previous_record = _dict(_dict(_dict(state.get('previous')).get('manifest')).get('record'))
     changes = change_lines(output.get('args_diff'), output.get('previous_versions'), versions, previous_record,
                            {'environment_names': service.get('environment_names') or [],
                             'cuda_environment': _dict(cuda_env.get('environment'))})
@@ -578,7 +574,9 @@ def cutover_record(state, service, cuda_env, facts, known_good, gate, stopped, k
         'group': service.get('group', 'root'),
         'cache_dir': service.get('cache_dir') or '-',
         'sandbox': _joined([directive[0] for directive in service.get('sandbox', [])], 'none'),
-        'exposure_before': _exposure(exposure.get('before'), '- (not measured)' if unit_before else '- (no unit yet)'),
+        # The service role measures the unit before it writes one (before: None where there was none); the restart and
+        # rollback playbooks render nothing and measure nothing before (no 'before'), nor does supervisord.
+        'exposure_before': _exposure(exposure.get('before'), '- (no unit yet)' if 'before' in exposure else '- (not measured)'),
         'exposure_after': _exposure(exposure.get('after'), '-'),
         'environment_names': _joined(service.get('environment_names'), 'none', md_code),
         'environment_left_out': list(service.get('environment_left_out', [])),

@@ -240,3 +240,15 @@ def test_summary_rows_words_of_the_run_and_attempted_change():
     rows = f.summary_rows(['a'], [['a']], {'a': {'result': 'rolled_back', 'args_diff': {'added': {'x': '1'}}}},
                           {'a': {'msg': 'gate failed'}}, attempted)
     assert rows[0]['changes'] == ['added --x 1'] and rows[0]['shown'] == 'rolled back'
+
+
+@pytest.mark.parametrize('seconds, text', [(4.25, '4.2'), ('7', '7.0'), (None, '-'), ('', '-'), ('-', '-'), ([], '-')])
+def test_time_to_healthy_cell(seconds, text):
+    rows = f.summary_rows(['a'], [['a']], {'a': {'result': 'deployed', 'time_to_healthy_s': seconds}}, {})
+    assert rows[0]['time_to_healthy_text'] == text
+
+
+@pytest.mark.parametrize('rolled_back, text', [(True, 'yes'), ('True', 'yes'), ('false', 'no'), (None, 'no')])
+def test_rolled_back_cell_takes_ansible_truth(rolled_back, text):
+    rows = f.summary_rows(['a'], [['a']], {'a': {'result': 'deployed', 'rolled_back': rolled_back}}, {})
+    assert rows[0]['rolled_back_text'] == text

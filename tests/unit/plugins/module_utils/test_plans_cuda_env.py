@@ -160,3 +160,29 @@ def test_preflight_message():
     items = [problem('Check A', ' a is wrong.\n'), problem('Check B', 'b too.')]
     assert preflight_message(items, 'gpu-1') == ('2 pre-flight check(s) failed on gpu-1; nothing was changed. '
                                                  '[Check A] a is wrong. [Check B] b too.')
+
+
+@pytest.mark.parametrize('manage, expected', [(True, True), ('false', False), ('yes', True), (0, False), (None, False)])
+def test_manage_sitecustomize_is_one_bool_for_every_task(manage, expected):
+    """The role's tasks read the plan's manage_sitecustomize, not the variable: '-e cuda_env_manage_sitecustomize=false'
+    (a string) turns the checks and the block off together."""
+    plan = cuda_env_plan(dict(INPUTS, manage_sitecustomize=manage), FACTS, STATE)
+    assert plan['manage_sitecustomize'] is expected
+
+
+@pytest.mark.parametrize('facts', ['abc', [1], {'init': 'systemd', 'python': 'x', 'cuda': 'y'},
+                                   {'init': 'systemd', 'python': {'sitecustomize': 'z'}}])
+def test_facts_that_are_not_mappings_count_as_missing(facts):
+    plan = cuda_env_plan(INPUTS, facts, {'tools': 'x', 'sitecustomize': 'y'})
+    assert plan['problems'], plan
+    assert set(checks(plan)) <= {plan_mod.CHECK_FACTS, plan_mod.CHECK_LOCATION}
+
+
+def test_the_plan_task_never_shows_the_environment():
+    import os
+    import yaml
+    path = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'cuda_env', 'tasks', 'preflight.yml')
+    with open(path) as handle:
+        tasks = yaml.safe_load(handle)
+    planning = [task for task in tasks if '__cuda_env_plan' in (task.get('ansible.builtin.set_fact') or {})]
+    assert planning and all(task.get('no_log') is True for task in planning)

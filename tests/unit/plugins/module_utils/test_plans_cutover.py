@@ -314,7 +314,7 @@ def test_outcome_plan(changes, plan):
 
 EMPTY_RECORD = {
     'boot': '-', 'user': 'root', 'group': 'root', 'cache_dir': '-', 'sandbox': 'none',
-    'exposure_before': '- (no unit yet)', 'exposure_after': '-', 'environment_names': 'none',
+    'exposure_before': '- (not measured)', 'exposure_after': '-', 'environment_names': 'none',
     'environment_left_out': [], 'time_to_tcp': '-', 'time_to_healthy': '-', 'ready': '-', 'smoke_latencies': '-',
     'perf': 'this configuration -, -; known-good -, -',
     'known_good_dir': '/kg', 'history_dir': '-', 'python': '-', 'hand_started': False, 'cuda_env_file': '-',
@@ -358,9 +358,16 @@ EMPTY_RECORD = {
       'systemd_version': 252, 'driver_version': '550', 'cuda_driver_version': '12.4',
       'toolkits': '/usr/local/cuda, /opt/cuda', 'python_version': '3.11.2', 'sglang_version': '0.5.23',
       'findings': '| a |', 'dark_window': 'no old server answered before (stop + release -, load 1.5 s, gate 1.5 s)'}),
-    # a previous configuration saved by a cutover, or with no manifest, is not the hand-started server; after a
-    # cutover's configuration a unit ran before, whose exposure this run did not measure (a restart, a rollback)
-    ({'previous': {'manifest': {'source': 'cutover'}}}, {}, {}, {}, {}, {}, {}, '', {'exposure_before': '- (not measured)'}),
+    # a previous configuration saved by a cutover, or with no manifest, is not the hand-started server
+    ({'previous': {'manifest': {'source': 'cutover'}}}, {}, {}, {}, {}, {}, {}, '', {}),
+    # the service role measured before writing and found no unit; the restart and rollback playbooks measure nothing
+    # before (their service output has no 'before'), even after a hand-started seed
+    ({}, {'exposure': {'before': None, 'after': {'score': 2.0, 'level': 'OK'}}}, {}, {}, {}, {}, {}, '',
+     {'exposure_before': '- (no unit yet)', 'exposure_after': '2.0 OK'}),
+    ({'action': 'restart', 'previous': {'exists': True, 'manifest': {'source': 'hand-started'}}},
+     {'exposure': {'after': {'score': 2.0, 'level': 'OK'}}}, {}, {}, {}, {}, {}, '',
+     {'exposure_after': '2.0 OK', 'hand_started': True, 'action': 'restart of an unchanged server',
+      'dark_window': '- (stop + release -, load -, gate -)'}),
     ({'previous': {'manifest': None}}, {}, {}, {}, {}, {}, {}, '', {}),
     # a sitecustomize.py that is not a symlink is not named twice
     ({}, {}, {}, {'python': {'sitecustomize': {'path': '/usr/lib/sc.py', 'is_link': False}}}, {}, {}, {}, '', {}),
@@ -424,8 +431,8 @@ def test_change_lines_after_the_hand_started_seed():
     # ... and back (a rollback onto the hand-started configuration): neither 'added' nor '-> (unset)'
     back = dict(seed, cuda_environment={})
     assert change_lines({}, {}, {}, moved, back) == ['environment HF_HOME removed',
-                                                    'CUDA_HOME now set by the server\'s own environment file',
-                                                    'NCCL_NVLS_ENABLE 0 -> (unset)']
+                                                     'CUDA_HOME now set by the server\'s own environment file',
+                                                     'NCCL_NVLS_ENABLE 0 -> (unset)']
     # a seed saved before it recorded names (versions only): no environment lines at all
     assert change_lines({}, {}, {}, {'versions': {'sglang': '0.5.9'}}, new) == []
 
@@ -452,6 +459,9 @@ def test_change_lines_nothing_known():
      'rollback to entry 20261205T153000Z'),
     ({'action': 'restart', 'rollback_to': '', 'rollback_current': 'True', 'previous': {'exists': True}}, [],
      'rollback to the current known-good configuration'),
+    # a restart of the hand-started seed's unit (a failed first cutover rolled back onto it) is no adoption
+    ({'action': 'restart', 'previous': {'exists': True, 'manifest': {'source': 'hand-started'}}}, [],
+     'restart of an unchanged server'),
     # the hand-started configuration a rollback put back is no adoption the next time
     ({'action': 'restart', 'previous': {'exists': True, 'manifest': {'source': 'hand-started', 'restored_from': 'E1'}}},
      ['tp-size 8 -> 4'], 'restart for a change'),
