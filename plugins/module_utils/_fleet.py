@@ -13,9 +13,8 @@ until every unit has a batch.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible.module_utils.parsing.convert_bool import boolean
-
 from ansible_collections.inferops.sglang.plugins.module_utils import _versions
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import truth
 
 
 def batch_size(spec, total):
@@ -261,7 +260,7 @@ def _seconds_text(seconds):
 def _rolled_back_text(row, heading):
     """The fleet summary's rolled-back cell: ``yes`` where the cutover failed and rolled back, ``yes (requested)`` for a
     host the rollback playbook put back on a known-good configuration, else ``no``."""
-    if boolean(row.get('rolled_back') or False, strict=False) or row.get('result') == 'rolled_back':
+    if truth(row.get('rolled_back')) or row.get('result') == 'rolled_back':
         return 'yes'
     if heading.get('kind') == 'rollback' and row.get('result') == 'deployed':
         return 'yes (requested)'
@@ -276,7 +275,5 @@ def dark_window_text(window):
     if window.get('seconds') is None:
         return '-'
 
-    def part(key):
-        value = window.get(key)
-        return '-' if value is None else '%.1f' % float(value)
-    return '%.1f (%s + %s + %s)' % (float(window['seconds']), part('stop_release_s'), part('load_s'), part('gate_s'))
+    return '%.1f (%s + %s + %s)' % (float(window['seconds']), _seconds_text(window.get('stop_release_s')),
+                                    _seconds_text(window.get('load_s')), _seconds_text(window.get('gate_s')))

@@ -9,11 +9,10 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible.module_utils.parsing.convert_bool import boolean
-
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_env
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import invalid_environment
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.problems import problem as _problem
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict as _as_dict, truth
 
 
 def cuda_env_secrets(settings):
@@ -66,11 +65,6 @@ def cuda_env_environment(cuda_home, variables=None, nccl=None, extra=None):
     return environment
 
 
-def _as_dict(value):
-    """A mapping as itself; anything else (None, a string where facts belong) as {}."""
-    return value if hasattr(value, 'get') else {}
-
-
 def _sitecustomize(facts):
     """The sitecustomize.py the interpreter imports (``realpath``: symlinks resolved), else where it would import a new
     one from (host_facts' ``candidate``), else ``''``."""
@@ -121,8 +115,7 @@ def cuda_env_plan(inputs, facts, state=None):
     """
     inputs, facts = _as_dict(inputs), _as_dict(facts)
     cuda_home = _input(inputs, 'cuda_home', '')
-    # Ansible's own truth rule: a value templated as text on ansible-core before 2.19 ('False') is false too.
-    manage = boolean(_input(inputs, 'manage_sitecustomize', True), strict=False)
+    manage = truth(_input(inputs, 'manage_sitecustomize', True))
     python = _as_dict(facts.get('python'))
     plan = {
         'manage_sitecustomize': manage,
@@ -152,8 +145,7 @@ def cuda_env_plan(inputs, facts, state=None):
         problems.append(_problem(CHECK_ENV, 'Environment variable(s) %s of the CUDA/NCCL environment are not valid: names '
                                             'are letters, digits and underscores; values must be strings without '
                                             'newlines (quote numbers in YAML, e.g. "1").' % ', '.join(invalid)))
-    secrets = cuda_env_secrets({name: _input(inputs, name[len('cuda_env_'):]) or {}
-                                for name in ('cuda_env_variables', 'cuda_env_nccl', 'cuda_env_extra')})
+    secrets = cuda_env_secrets(dict(('cuda_env_' + key, _input(inputs, key) or {}) for key in ('variables', 'nccl', 'extra')))
     if secrets:
         problems.append(_problem(CHECK_SECRETS, '%s look like secrets (by the variable\'s name, or a password in a URL of '
                                                 'its value). These variables are written to %s and to sitecustomize.py, '

@@ -31,6 +31,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.inferops.sglang.plugins.module_utils._health import scheduler_shortfall
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict as _dict, truth as _truth
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_args, redact_env
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import argv_to_args, diff_args
 from ansible_collections.inferops.sglang.plugins.module_utils._versions import versions_change
@@ -66,20 +67,6 @@ SERVICE_DEFAULTS = {
 CUDA_ENV_DEFAULTS = {'marker': '', 'environment': {}}
 # A failed server_health result's reason when the server wants another API key than the one sent.
 KEY_ERRORS = re.compile('the server requires an API key|the key was refused')
-
-
-def _truth(value):
-    """Ansible's ``bool`` filter: True, 'yes', 'on', 'true', '1', 1 are true."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return value == 1
-    return str(value).strip().lower() in ('yes', 'on', '1', 'true', 't', 'y')
-
-
-def _dict(value):
-    """A mapping as a dict; anything else (None, undefined) as {}."""
-    return dict(value) if hasattr(value, 'items') else {}
 
 
 def _args(command):

@@ -13,12 +13,8 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict as _dict_or_empty
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import argv_to_args
-
-
-def _dict_or_empty(value):
-    """A mapping as a dict; anything else (None, undefined) as {}."""
-    return dict(value) if hasattr(value, 'items') else {}
 
 
 def _jinja_int(value, default):

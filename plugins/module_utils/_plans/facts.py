@@ -9,11 +9,12 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict
+
 
 def _part(facts, key):
     """``facts[key]`` as a dict ({} when missing or not a mapping)."""
-    value = facts.get(key)
-    return dict(value) if hasattr(value, 'items') else {}
+    return as_dict(facts.get(key))
 
 
 def facts_summary(facts, host, port):

@@ -1,0 +1,24 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# PRIVATE: this module_utils is private to the inferops.sglang collection; it can change at any time.
+"""How the plans read values handed in from Ansible: a mapping that may be missing, a truth value that may be text."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.module_utils.parsing.convert_bool import boolean
+
+
+def as_dict(value):
+    """A mapping as a dict (a copy); anything else (None, undefined, a string where a mapping belongs) as {}."""
+    return dict(value) if hasattr(value, 'items') else {}
+
+
+def truth(value):
+    """Ansible's truth rule (the ``bool`` filter): True, 1, 'yes', 'on', 'true', 't', 'y', '1' (any case, text
+    stripped) are true; anything else - None, 'false', '', 2 - is false. Values templated as text on ansible-core
+    before 2.19 ('False') read as they were meant."""
+    return boolean(value.strip() if isinstance(value, str) else value, strict=False)
