@@ -15,7 +15,8 @@ from the GPU count in ``_nvidia_smi`` (``gpu_blockers``, ``tp_unusable_reason``)
 (``scheduler_shortfall``), the versions of a deployed configuration in ``_versions`` (``deployed_versions``,
 ``versions_change``), the wanted SGLang version and its venv in ``_sglang_venvs`` (``sglang_requirement``), and the
 server's own logging in ``_server_log`` (``server_log_config``, ``server_log_environment``), and what a model's
-config.json allows in ``_model_config`` (``model_tp_problems``).
+config.json allows in ``_model_config`` (``model_tp_problems``), and whether rendered files are already as they
+should be in ``_managed_files`` (``rendered_current``).
 These are thin wrappers; the contracts are in each filter's documentation
 (``plugins/filter/<name>.yml``) and in the docstrings of the functions.
 """
@@ -27,7 +28,7 @@ __metaclass__ = type
 
 from ansible_collections.inferops.sglang.plugins.plugin_utils._filters import as_filter
 from ansible_collections.inferops.sglang.plugins.module_utils import (
-    _health, _host_init, _model_config, _nvidia_smi, _python_probe, _sandbox, _secrets, _server_log, _sglang_venvs, _supervisors,
+    _health, _host_init, _managed_files, _model_config, _nvidia_smi, _python_probe, _sandbox, _secrets, _server_log, _sglang_venvs, _supervisors,
     _versions)
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline, identity
 
@@ -114,4 +115,5 @@ class FilterModule(object):
             'server_log_config': as_filter(_server_log_config, 'server_log_config'),
             'server_log_environment': as_filter(_server_log_environment, 'server_log_environment'),
             'model_tp_problems': as_filter(_model_config.tp_problems, 'model_tp_problems'),
+            'rendered_current': as_filter(_managed_files.rendered_current, 'rendered_current'),
         }

@@ -15,6 +15,10 @@ as it always did. A wrong False costs a round trip; a True is never wrong.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import grp
+import hashlib
+import os
+import pwd
 import re
 import stat
 
@@ -146,3 +150,80 @@ def is_regular(st):
 def is_directory(st):
     """Whether an ``os.lstat`` result (or None) is a directory (not a symlink)."""
     return st is not None and stat.S_ISDIR(st.st_mode)
+
+
+def _name(lookup, number):
+    """The name of a uid or gid (``pwd.getpwuid`` or ``grp.getgrgid``), else the number as a string."""
+    try:
+        return lookup(number)[0]
+    except KeyError:
+        return str(number)
+
+
+def path_state(path):
+    """What a writer of ``path`` compares, read from the host (the one reading function here).
+
+    :param path: an absolute path.
+    :returns: ``{'exists': False}``, or ``{'exists': True, 'kind': 'file' | 'directory' | 'other' (a symlink, a
+        device...), 'owner': name (the uid as a string without a passwd entry), 'group': name (likewise),
+        'mode': '0644', 'checksum': SHA-1 hex of the content (regular files only; None when unreadable)}``.
+    """
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return {'exists': False}
+    kind = 'file' if is_regular(st) else 'directory' if is_directory(st) else 'other'
+    state = {'exists': True, 'kind': kind, 'owner': _name(pwd.getpwuid, st.st_uid), 'uid': str(st.st_uid),
+             'group': _name(grp.getgrgid, st.st_gid), 'gid': str(st.st_gid), 'mode': '%04o' % stat.S_IMODE(st.st_mode)}
+    if kind == 'file':
+        try:
+            with open(path, 'rb') as handle:
+                state['checksum'] = hashlib.sha1(handle.read()).hexdigest()
+        except (IOError, OSError):
+            state['checksum'] = None
+    return state
+
+
+def _attributes_match(seen, spec):
+    """Whether ``seen`` (path_state) has the owner, group and mode ``spec`` asks for (each None: not managed)."""
+    for key, number in (('owner', 'uid'), ('group', 'gid')):
+        wanted = spec.get(key)
+        if wanted is not None and str(wanted) not in (seen.get(key), seen.get(number)):
+            return False
+    wanted_mode = spec.get('mode')
+    if wanted_mode is None:
+        return True
+    wanted_mode = octal_mode(wanted_mode)
+    return wanted_mode is not None and octal_mode(seen.get('mode')) == wanted_mode
+
+
+def rendered_current(wanted, seen):
+    """Whether the module service_files, given ``wanted``, would change nothing, judged from ``seen`` (read before).
+
+    Conservative (see the module's docstring): a path ``seen`` lacks, a file it could not read, a symbolic mode or
+    an owner not known yet (Ansible's omit placeholder) all count as not current.
+
+    :param wanted: service_files' options: ``{'directories': [{'path', 'owner', 'group', 'mode'}], 'files': [{'path',
+        'content' (str) or 'state': 'absent', 'owner', 'group', 'mode'}]}`` (missing keys: none).
+    :param seen: ``{path: path_state(path)}``.
+    :returns: bool.
+    """
+    seen = seen if hasattr(seen, 'get') else {}
+    for spec in wanted.get('directories') or []:
+        state = seen.get(spec.get('path'))
+        if not state or state.get('kind') != 'directory' or not _attributes_match(state, spec):
+            return False
+    for spec in wanted.get('files') or []:
+        state = seen.get(spec.get('path'))
+        if not state:
+            return False
+        if spec.get('state', 'present') == 'absent':
+            if state.get('exists'):
+                return False
+            continue
+        content = spec.get('content')
+        if content is None or state.get('kind') != 'file' or not _attributes_match(state, spec):
+            return False
+        if hashlib.sha1(content.encode('utf-8', 'surrogateescape')).hexdigest() != state.get('checksum'):
+            return False
+    return True

@@ -25,7 +25,7 @@ import os
 import pwd
 import stat
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _model_config
+from ansible_collections.inferops.sglang.plugins.module_utils import _managed_files, _model_config
 
 # The checks made here, by the name the pre-flight prints in front of each failure (one troubleshooting entry each).
 CHECK_CONFIG = 'Check that the --config file can be read'
@@ -322,7 +322,8 @@ def read_registry(sites, architectures):
 def observe(wanted, run):
     """Everything the pre-flight reads on the host, for ``failures``; ``wanted`` as there, plus ``adopted_config``,
     ``model_paths``, ``interpreter``, ``devices`` (bool), ``model_refs``, ``model_revision``, ``hub_cache`` and
-    ``sglang_site`` (the models' config.json and the registry, for the plan's model checks). ``run(argv)`` runs a command (exit status)."""
+    ``sglang_site`` (the models' config.json and the registry, for the plan's model checks), and ``paths`` (the files
+    and directories the role renders: their state, ``_managed_files.path_state``). ``run(argv)`` runs a command (exit status)."""
     user = lookup_user(wanted.get('user') or 'root')
     workdir = wanted.get('working_directory') or '/'
     model_paths = wanted.get('model_paths') or []
@@ -349,4 +350,5 @@ def observe(wanted, run):
         'gpu_devices': gpu_devices() if wanted.get('devices') else [],
         'working_directory': {'path': workdir, 'exists': os.path.isdir(workdir)},
         'disk': disk_free(workdir),
+        'paths': dict((path, _managed_files.path_state(path)) for path in wanted.get('paths') or []),
     }

@@ -108,6 +108,13 @@ options:
     description: The E(PYTHONPATH) the server runs with (empty for none).
     type: str
     default: ''
+  paths:
+    description:
+      - Other files and directories the role writes (its one-time notice), read into RV(paths) so that the role can
+        tell with the filter P(inferops.sglang.rendered_current#filter) that they need no write.
+    type: list
+    elements: path
+    default: []
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -159,6 +166,15 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+paths:
+  description:
+    - Each of O(paths) as it is now - C(exists), C(kind) (C(file), C(directory), C(other)), C(owner), C(group)
+      (names; C(uid), C(gid) the numbers), C(mode) (C(0600)) and, for a regular file, C(checksum) (SHA-1 of its
+      content, V(null) when it cannot be read); the state C(_managed_files.path_state) reads.
+  returned: always
+  type: dict
+  sample: {"/var/lib/inferops-sglang": {"exists": true, "kind": "directory", "owner": "root", "uid": "0",
+           "group": "root", "gid": "0", "mode": "0700"}}
 tools:
   description: For each of O(tools), whether C(<cuda_home>/bin/<tool>) exists (a symlink counts, as for C(ansible.builtin.stat)).
   returned: always
@@ -342,6 +358,7 @@ def main():
             variables=dict(type='dict', default={}),
             python=dict(type='path'),
             pythonpath=dict(type='str', default=''),
+            paths=dict(type='list', elements='path', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -353,6 +370,7 @@ def main():
         'env_file': env_file_state(p['env_file']),
         'sitecustomize': sitecustomize_state(p['sitecustomize'], names) if p['sitecustomize'] else None,
         'spawn': None,
+        'paths': dict((path, _managed_files.path_state(path)) for path in p['paths']),
     }
     if p['sitecustomize'] and p['python']:
         result['spawn'] = spawn_child(module, p['python'], names, p['pythonpath'])

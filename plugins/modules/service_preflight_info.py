@@ -108,6 +108,20 @@ options:
     description: List the GPU device nodes (C(/dev/nvidia*)) in RV(gpu_devices).
     type: bool
     default: false
+  paths:
+    description:
+      - The files and directories the role renders (its unit or program, environment file, logging configuration,
+        directories), read into RV(paths) so that the role can tell, with the filter
+        P(inferops.sglang.rendered_current#filter), that a converged host needs neither a verify nor a write.
+    type: list
+    elements: str
+    default: []
+  unit:
+    description:
+      - The systemd unit of the service (C(sglang.service)); empty where PID 1 is not systemd. Read into RV(unit) -
+        C(systemctl is-enabled UNIT) and C(systemd-analyze security UNIT).
+    type: str
+    default: ''
 attributes:
   check_mode:
     support: full
@@ -236,6 +250,24 @@ working_directory:
   returned: always
   type: dict
   sample: {"path": "/root", "exists": true}
+paths:
+  description:
+    - Each of O(paths) as it is now (C(inferops.sglang) C(_managed_files.path_state)) - C(exists), C(kind) (C(file),
+      C(directory), C(other)), C(owner), C(group) (names; C(uid), C(gid) the numbers), C(mode) (C(0644)) and, for a
+      regular file, C(checksum) (SHA-1 of its content, V(null) when it cannot be read).
+  returned: always
+  type: dict
+  sample: {"/etc/sglang/sglang.env": {"exists": true, "kind": "file", "owner": "root", "uid": "0", "group": "root",
+           "gid": "0", "mode": "0600", "checksum": "da39a3ee5e6b4b0d3255bfef95601890afd80709"}}
+unit:
+  description:
+    - The O(unit) as systemd has it now - C(enabled_now), what C(systemctl is-enabled) printed (empty when it printed
+      nothing); C(enabled), whether that counts as enabled (as for M(inferops.sglang.service_files)); C(exposure), the
+      output of C(systemd-analyze security --no-pager) (empty without systemd-analyze). Empty without O(unit) or
+      C(systemctl).
+  returned: always
+  type: dict
+  sample: {"name": "sglang.service", "enabled_now": "enabled", "enabled": true, "exposure": "...Overall exposure level for sglang.service: 4.2 OK"}
 disk:
   description:
     - The directory measured (O(working_directory) or its nearest existing parent) and its free space in KiB
@@ -247,7 +279,19 @@ disk:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _service_preflight
+from ansible_collections.inferops.sglang.plugins.module_utils import _rendered_files, _service_preflight
+
+
+def read_unit(module, unit):
+    """RV(unit): what systemctl and systemd-analyze say of UNIT now ({} without UNIT or systemctl)."""
+    systemctl = module.get_bin_path('systemctl') if unit else None
+    if not systemctl:
+        return {}
+    rc, out, dummy_err = module.run_command([systemctl, 'is-enabled', unit], check_rc=False)
+    analyze = module.get_bin_path('systemd-analyze')
+    exposure = module.run_command([analyze, 'security', '--no-pager', unit], check_rc=False)[1] if analyze else ''
+    return {'name': unit, 'enabled_now': (out or '').strip(), 'enabled': _rendered_files.is_enabled(rc, out),
+            'exposure': exposure or ''}
 
 
 def main():
@@ -268,6 +312,8 @@ def main():
             working_directory=dict(type='str', required=True),
             min_free_disk_gib=dict(type='float', default=0),
             devices=dict(type='bool', default=False),
+            paths=dict(type='list', elements='str', default=[]),
+            unit=dict(type='str', default=''),
         ),
         supports_check_mode=True,
     )
@@ -280,7 +326,8 @@ def main():
         return rc
 
     seen = _service_preflight.observe(module.params, run)
-    module.exit_json(changed=False, failures=_service_preflight.failures(seen, module.params), **seen)
+    module.exit_json(changed=False, failures=_service_preflight.failures(seen, module.params),
+                     unit=read_unit(module, module.params['unit']), **seen)
 
 
 if __name__ == '__main__':

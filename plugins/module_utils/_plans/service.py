@@ -21,7 +21,8 @@ import os
 import re
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _gpu_health, _nvidia_smi, _sandbox, _secrets, _server_log, _supervisors
-from ansible_collections.inferops.sglang.plugins.module_utils._plans import problems as plan_problems, service_host, service_model
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import (
+    problems as plan_problems, service_files, service_host, service_model)
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import (
     args_to_argv, argv_to_args, invalid_environment, no_proxy_env, topology_defaults)
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline, identity
@@ -210,27 +211,6 @@ def _port_holders(facts, port):
     return listeners
 
 
-def _boot(facts, supervisord_command):
-    """(boot_file, boot_job) of the supervisord fallback from the facts' cron daemon."""
-    cron = (facts.get('init') or {}).get('cron') or {}
-    if cron.get('reads_cron_d'):
-        boot_file = '/etc/cron.d/inferops-sglang'
-    elif cron.get('crontabs_dir') is not None:
-        boot_file = '%s/root' % cron['crontabs_dir']
-    else:
-        boot_file = ''
-    prefix = ('rm -f %s; ' % cron.get('reboot_marker')) if cron.get('reboot_marker_persists') else ''
-    return boot_file, prefix + supervisord_command
-
-
-def _files(inp, plan):
-    if plan['manager'] == 'systemd':
-        return [{'src': '/etc/systemd/system/' + plan['unit'], 'mode': '0644', 'template': 'sglang.service.j2'}]
-    return [{'src': plan['wrapper'], 'mode': '0755', 'template': 'sglang-run.sh.j2'},
-            {'src': '%s/%s.conf' % (plan['supervisor_dir'], inp['name']), 'mode': '0644',
-             'template': 'supervisor-program.conf.j2'}]
-
-
 def _sandbox_of(inp, plan, facts):
     write_paths = (([inp['cache_dir']] if inp['cache_dir'] else []) + [plan['working_directory']]
                    + (['-/root/.cache'] if plan['user'] == 'root' else []) + list(inp['read_write_paths'])
@@ -360,8 +340,9 @@ def _plan_inputs(inp, facts, seen):
     plan['supervisor_dir'] = os.path.dirname(inp['supervisor_config']) + '/supervisor.d'
     plan['supervisord_command'] = '/usr/bin/env -i PATH=%s LANG=C.UTF-8 %s/bin/supervisord -c %s' % (
         CLEAN_PATH, inp['supervisor_venv'], inp['supervisor_config'])
-    plan['boot_file'], plan['boot_job'] = _boot(facts, plan['supervisord_command'])
-    plan['files'] = _files(inp, plan)
+    plan['boot_file'], plan['boot_job'] = service_files.boot(facts, plan['supervisord_command'])
+    plan['files'] = service_files.manager_files(inp, plan)
+    plan['rendered_paths'] = service_files.rendered_paths(inp, plan)
     plan['gpu_device_paths'] = sorted(device.get('path') for device in info.get('gpu_devices') or [])
     plan.update(_identity(inp, plan, info))
     checked = _seen_result(seen, 'args_checked')

@@ -717,3 +717,19 @@ def test_a_server_the_role_starts_anew_gets_the_collections_flashinfer_cache():
     plan = service_plan(inputs(cache_dir='/var/cache/sglang'), facts())
     assert plan['environment']['FLASHINFER_WORKSPACE_BASE'] == '/var/cache/sglang/flashinfer'
     assert plan['cache_write_paths'] == []
+
+
+@pytest.mark.parametrize('init, manager_files', [
+    ({'system': 'systemd'}, ['/etc/systemd/system/sglang.service']),
+    ({'system': 'other', 'cron': {}}, ['/etc/sglang/sglang-run.sh', '/etc/inferops-sglang/supervisor.d/sglang.conf']),
+])
+def test_rendered_paths_are_every_path_the_role_renders(init, manager_files):
+    """The pre-flight reads these (filter rendered_current): the directories, the environment file, the logging
+    configuration and its two modules, the secret --config file, then the service manager's files."""
+    plan = service_plan(inputs(cache_dir='/var/cache/sglang'), facts(init=init))
+    paths = plan['rendered_paths']
+    assert paths[:3] == ['/var/cache/sglang', '/etc/sglang', plan['log_module_dir']]
+    assert paths[3:5] == ['/etc/sglang/sglang.env', plan['log_config_file']]
+    assert paths[5:7] == [plan['log_module_dir'] + '/inferops_sglang_log.py', plan['log_module_dir'] + '/inferops_sglang_secrets.py']
+    assert paths[-len(manager_files):] == manager_files == [entry['src'] for entry in plan['files']]
+    assert service_plan(inputs(cache_dir=''), facts(init=init))['rendered_paths'][0] == '/etc/sglang'

@@ -338,3 +338,99 @@ def test_a_supervisor_program_is_checked_with_supervisors_own_parser(capsys, tmp
     assert not out.get('failed') and out['validation'][0]['skipped'] is True and program.read_text() == good
     out = run(capsys, {'files': [{'path': str(program), 'content': good, 'validate': 'supervisor-program'}]})
     assert out['failed'] and 'needs supervisor_python' in out['msg']
+
+
+# ---- rendered_current (the filter the roles skip this module with) agrees with this module ----
+
+from ansible_collections.inferops.sglang.plugins.module_utils import _managed_files  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def _tree(tmp_path):
+    """A directory with an environment file and a logging configuration, as the service role renders them."""
+    conf = tmp_path / 'etc'
+    conf.mkdir()
+    os.chmod(str(conf), 0o755)
+    env = conf / 'sglang.env'
+    env.write_text(u'PORT=30000\n')
+    os.chmod(str(env), 0o600)
+    log = conf / 'logging.json'
+    log.write_text(u'{}\n')
+    os.chmod(str(log), 0o644)
+    return {'directories': [{'path': str(conf), 'owner': USER, 'group': GROUP, 'mode': '0755'}],
+            'files': [{'path': str(env), 'content': u'PORT=30000\n', 'owner': USER, 'group': GROUP, 'mode': '0600'},
+                      {'path': str(log), 'content': u'{}\n', 'owner': USER, 'group': GROUP, 'mode': '0644'},
+                      {'path': str(conf / 'secrets.yaml'), 'state': 'absent'}]}
+
+
+def _changes(tmp_path, name, wanted):
+    """Apply the change NAME to the tree or to WANTED (as a host or an inventory would differ)."""
+    env = wanted['files'][0]
+    if name == 'content':
+        env['content'] = u'PORT=31000\n'
+    elif name == 'mode':
+        os.chmod(env['path'], 0o644)
+    elif name == 'directory mode':
+        os.chmod(wanted['directories'][0]['path'], 0o700)
+    elif name == 'file missing':
+        os.unlink(wanted['files'][1]['path'])
+    elif name == 'directory missing':
+        wanted['directories'].append({'path': str(tmp_path / 'new'), 'mode': '0755'})
+    elif name == 'absent file present':
+        with open(wanted['files'][2]['path'], 'w') as handle:
+            handle.write('api-key: x\n')
+    elif name == 'owner':
+        env['owner'] = 'root' if USER != 'root' else 'nobody'
+    elif name == 'symlink for a file':
+        os.unlink(env['path'])
+        os.symlink(wanted['files'][1]['path'], env['path'])
+    return wanted
+
+
+CHANGES = ['none', 'content', 'mode', 'directory mode', 'file missing', 'directory missing', 'absent file present',
+           'owner', 'symlink for a file']
+
+
+@pytest.mark.parametrize('name', CHANGES)
+def test_rendered_current_agrees_with_the_module(capsys, tmp_path, systemd, name):
+    """Where rendered_current says True (from path_state read before), this module in check mode changes nothing;
+    where it says False, the module would change something (a False is never a missed change)."""
+    wanted = _changes(tmp_path, name, _tree(tmp_path))
+    seen = dict((path, _managed_files.path_state(path))
+                for path in [d['path'] for d in wanted['directories']] + [f['path'] for f in wanted['files']])
+    current = _managed_files.rendered_current(wanted, seen)
+    assert current is (name == 'none')
+    out = run(capsys, wanted, check=True)
+    assert out['changed'] is (not current), (name, out)
+
+
+def test_rendered_current_is_conservative(tmp_path):
+    """A path not read, an unknown state, a symbolic mode, an omitted owner placeholder: not current."""
+    wanted = _tree(tmp_path)
+    paths = [d['path'] for d in wanted['directories']] + [f['path'] for f in wanted['files']]
+    seen = dict((path, _managed_files.path_state(path)) for path in paths)
+    assert _managed_files.rendered_current(wanted, seen) is True
+    assert _managed_files.rendered_current(wanted, dict(list(seen.items())[1:])) is False
+    assert _managed_files.rendered_current(wanted, None) is False
+    unreadable = dict(seen, **{paths[1]: dict(seen[paths[1]], checksum=None)})
+    assert _managed_files.rendered_current(wanted, unreadable) is False
+    wanted['files'][0]['mode'] = 'u=rw'
+    assert _managed_files.rendered_current(wanted, seen) is False
+    wanted['files'][0]['mode'] = '0600'
+    wanted['files'][0]['owner'] = '__omit_place_holder__0123'
+    assert _managed_files.rendered_current(wanted, seen) is False
+    wanted['files'][0]['owner'] = str(os.getuid())
+    assert _managed_files.rendered_current(wanted, seen) is True
+    assert _managed_files.rendered_current({}, {}) is True
+
+
+def test_path_state(tmp_path):
+    assert _managed_files.path_state(str(tmp_path / 'none')) == {'exists': False}
+    target = tmp_path / 'f'
+    target.write_bytes(b'abc')
+    os.chmod(str(target), 0o640)
+    assert _managed_files.path_state(str(target)) == {
+        'exists': True, 'kind': 'file', 'owner': USER, 'uid': str(os.getuid()), 'group': GROUP, 'gid': str(os.getgid()),
+        'mode': '0640', 'checksum': service_files.checksum(b'abc')}
+    os.symlink(str(target), str(tmp_path / 'link'))
+    assert _managed_files.path_state(str(tmp_path / 'link'))['kind'] == 'other'
+    assert _managed_files.path_state(str(tmp_path))['kind'] == 'directory'

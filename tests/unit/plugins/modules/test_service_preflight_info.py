@@ -86,3 +86,27 @@ def test_the_models_config_json_and_the_registry_in_one_call(tmp_path, capsys):
         'config': {'architectures': ['LlamaForCausalLM'], 'num_attention_heads': 64, 'num_key_value_heads': 8}}
     assert result['model_configs'][1]['config'] is None and 'not in the Hugging Face cache' in result['model_configs'][1]['note']
     assert result['registry']['sglang'] == {'LlamaForCausalLM': True} and result['registry']['sglang_models'] == str(models)
+
+
+def test_paths_and_unit_are_read_for_a_converged_host(tmp_path, capsys, monkeypatch):
+    """paths: each path's state (for the filter rendered_current); unit: is-enabled and the exposure, read in the same call."""
+    (tmp_path / 'sglang.env').write_text(u'PORT=30000\n')
+    calls = []
+
+    def run_command(module, argv, **kwargs):
+        calls.append(argv[1:])
+        if argv[1] == 'is-enabled':
+            return 0, 'enabled\n', ''
+        if argv[1] == 'security':
+            return 0, 'Overall exposure level for sglang.service: 4.2 OK\n', ''
+        return 0, '', ''
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda module, name, *a, **kw: '/usr/bin/' + name)
+    result = run_module({'working_directory': str(tmp_path), 'unit': 'sglang.service',
+                         'paths': [str(tmp_path / 'sglang.env'), str(tmp_path / 'none')]}, capsys)
+    assert result['paths'][str(tmp_path / 'sglang.env')]['kind'] == 'file'
+    assert result['paths'][str(tmp_path / 'none')] == {'exists': False}
+    assert result['unit'] == {'name': 'sglang.service', 'enabled_now': 'enabled', 'enabled': True,
+                              'exposure': 'Overall exposure level for sglang.service: 4.2 OK\n'}
+    assert ['is-enabled', 'sglang.service'] in calls
+    assert run_module({'working_directory': str(tmp_path)}, capsys)['unit'] == {}
