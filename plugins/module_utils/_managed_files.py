@@ -185,14 +185,20 @@ def path_state(path):
 
 
 def _attributes_match(seen, spec):
-    """Whether ``seen`` (path_state) has the owner, group and mode ``spec`` asks for (each None: not managed)."""
-    for key, number in (('owner', 'uid'), ('group', 'gid')):
+    """Whether ``seen`` (path_state) has the owner, group (names) and mode (text, ``'0644'``) ``spec`` asks for (each
+    None: not managed)."""
+    for key in ('owner', 'group'):
+        # By name only: service_files hands a directory over when its owner's name differs (a uid matching a
+        # number given as the owner is no match here).
         wanted = spec.get(key)
-        if wanted is not None and str(wanted) not in (seen.get(key), seen.get(number)):
+        if wanted is not None and wanted != seen.get(key):
             return False
     wanted_mode = spec.get('mode')
     if wanted_mode is None:
         return True
+    if not isinstance(wanted_mode, str):
+        # An int (unquoted YAML 0644 is 420) reaches service_files as the text '420', which it reads as octal.
+        return False
     wanted_mode = octal_mode(wanted_mode)
     return wanted_mode is not None and octal_mode(seen.get('mode')) == wanted_mode
 

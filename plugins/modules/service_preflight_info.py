@@ -113,8 +113,10 @@ options:
       - The files and directories the role renders (its unit or program, environment file, logging configuration,
         directories), read into RV(paths) so that the role can tell, with the filter
         P(inferops.sglang.rendered_current#filter), that a converged host needs neither a verify nor a write.
+      - Each is expanded (C(~), C($VAR)) as M(inferops.sglang.service_files) expands it; RV(paths) is keyed by the
+        expanded path, so a path given unexpanded counts as not read (not current).
     type: list
-    elements: str
+    elements: path
     default: []
   unit:
     description:
@@ -312,7 +314,7 @@ def main():
             working_directory=dict(type='str', required=True),
             min_free_disk_gib=dict(type='float', default=0),
             devices=dict(type='bool', default=False),
-            paths=dict(type='list', elements='str', default=[]),
+            paths=dict(type='list', elements='path', default=[]),
             unit=dict(type='str', default=''),
         ),
         supports_check_mode=True,

@@ -19,6 +19,9 @@ def as_dict(value):
 
 def truth(value):
     """Ansible's truth rule (the ``bool`` filter): True, 1, 'yes', 'on', 'true', 't', 'y', '1' (any case, text
-    stripped) are true; anything else - None, 'false', '', 2 - is false. Values templated as text on ansible-core
+    stripped) are true; anything else - None, 'false', '', 2 - is false, and so is a list or mapping. Values templated as text on ansible-core
     before 2.19 ('False') read as they were meant."""
+    if isinstance(value, (list, dict, set)):
+        # ansible-core before 2.19 raises on unhashable values; a list or mapping is no truth value.
+        return False
     return boolean(value.strip() if isinstance(value, str) else value, strict=False)

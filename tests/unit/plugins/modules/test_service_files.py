@@ -404,7 +404,8 @@ def test_rendered_current_agrees_with_the_module(capsys, tmp_path, systemd, name
 
 
 def test_rendered_current_is_conservative(tmp_path):
-    """A path not read, an unknown state, a symbolic mode, an omitted owner placeholder: not current."""
+    """A path not read, an unknown state, a symbolic mode, an omitted owner placeholder, an owner given as a number
+    (service_files would hand a directory over), an int mode (the module reads 420 as octal '420'): not current."""
     wanted = _tree(tmp_path)
     paths = [d['path'] for d in wanted['directories']] + [f['path'] for f in wanted['files']]
     seen = dict((path, _managed_files.path_state(path)) for path in paths)
@@ -419,6 +420,11 @@ def test_rendered_current_is_conservative(tmp_path):
     wanted['files'][0]['owner'] = '__omit_place_holder__0123'
     assert _managed_files.rendered_current(wanted, seen) is False
     wanted['files'][0]['owner'] = str(os.getuid())
+    assert _managed_files.rendered_current(wanted, seen) is False
+    wanted['files'][0]['owner'] = USER
+    wanted['files'][0]['mode'] = 0o600
+    assert _managed_files.rendered_current(wanted, seen) is False
+    wanted['files'][0]['mode'] = '600'
     assert _managed_files.rendered_current(wanted, seen) is True
     assert _managed_files.rendered_current({}, {}) is True
 

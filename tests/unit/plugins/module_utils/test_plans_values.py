@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.sglang developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""How the plans read values handed in from Ansible (_plans/values.py)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict, truth
+
+
+@pytest.mark.parametrize('value, expected', [
+    (True, True), (1, True), ('yes', True), (' True ', True), ('on', True), ('1', True),
+    (False, False), (None, False), ('False', False), ('', False), (2, False), ('maybe', False),
+    ([], False), (['yes'], False), ({}, False), ({'a': 1}, False),
+])
+def test_truth_is_ansible_bool_and_never_raises(value, expected):
+    assert truth(value) is expected
+
+
+def test_as_dict_copies_a_mapping_and_takes_anything_else_as_empty():
+    source = {'a': 1}
+    copy = as_dict(source)
+    assert copy == source and copy is not source
+    assert as_dict(None) == {} and as_dict('text') == {} and as_dict([('a', 1)]) == {}
