@@ -322,3 +322,43 @@ def release(path, run_id, clock=time.time, sleep=time.sleep):
     finally:
         os.close(fd)
     return {'result': result, 'owner': owner}
+
+
+BUSY_MESSAGE = ('Another run holds the lock of this host (%s): %s. Nothing was changed here. Wait for it to end (or '
+                'raise inferops_sglang_lock_wait); a holder that is gone frees the lock by itself.')
+
+
+def take(path, run_id, controller, playbook, wait, timeout, check_mode=False, clock=time.time, sleep=time.sleep):
+    """Take the lock as a module does (``host_lock`` with ``state=present``, ``host_facts`` with ``lock``): one home
+    for what each outcome reports.
+
+    :returns: dict - ``failed`` (bool: another run holds it after ``wait`` s; nothing was changed), ``changed`` (bool:
+        the lock was taken, or would be in check mode), ``lock`` (the owner record: this run's, or the holder's; {}
+        when check mode would take a free lock), ``stale`` (the record of an ended run taken over, with ``reason``, or
+        None), ``waited`` (float, seconds), ``msg`` (str), ``warnings`` (list of str), ``diff`` (dict or None).
+    :raises OSError: when the lock file cannot be opened or written (not in check mode: it only reads).
+    """
+    taken = {'before': 'unlocked\n', 'after': 'locked by run %s\n' % run_id}
+    out = {'failed': False, 'changed': False, 'lock': {}, 'stale': None, 'waited': 0.0, 'warnings': [], 'diff': None}
+    now = clock()
+    if check_mode:
+        state = peek(path, now)
+        owner = state['owner']
+        if state['held'] and owner.get('run_id') == run_id:
+            return dict(out, lock=owner, msg='This run holds the lock already.')
+        if state['held']:
+            out['warnings'].append('The lock is held by %s; a real run would wait up to %d s for it, then fail.'
+                                   % (describe_owner(owner, now), wait))
+            return dict(out, lock=owner, msg='Would wait for the lock (check mode takes none).')
+        return dict(out, changed=True, diff=taken, msg='Would take the lock (check mode takes none).')
+    result = acquire(path, run_id, controller, playbook, wait, timeout, clock=clock, sleep=sleep)
+    if result['result'] == 'busy':
+        return dict(out, failed=True, lock=result['owner'], waited=result['waited'],
+                    msg=BUSY_MESSAGE % (path, result['holder']))
+    if result['result'] == 'ours':
+        return dict(out, lock=result['owner'], waited=result['waited'], msg='This run holds the lock already.')
+    stale = result['stale']
+    msg = 'Took the lock (holder pid %d, for at most %d s).' % (result['owner']['holder_pid'], timeout)
+    if stale:
+        msg += ' Took over the stale lock of %s (%s).' % (describe_owner(stale, now), stale['reason'])
+    return dict(out, changed=True, lock=result['owner'], stale=stale, waited=result['waited'], msg=msg, diff=taken)

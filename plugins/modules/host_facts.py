@@ -129,6 +129,40 @@ options:
     type: float
     required: false
     default: 10
+  lock:
+    description:
+      - Take this host's lock of inferops.sglang first (as M(inferops.sglang.host_lock) with O(ignore:state=present)
+        takes it, same lock file and owner record), then gather: one round trip where the playbooks took two. When
+        another run holds it after O(lock.wait) seconds the task fails naming the holder, before anything is read.
+      - Given back with M(inferops.sglang.host_lock) O(ignore:state=absent) at the end of the host's run.
+      - In check mode no lock is taken (see RV(lock)).
+    type: dict
+    required: false
+    suboptions:
+      run_id:
+        description: The run the lock is taken for (see M(inferops.sglang.host_lock)).
+        type: str
+        required: true
+      controller:
+        description: C(user@host) of the controller, recorded for another run's failure message.
+        type: str
+        default: ''
+      playbook:
+        description: The playbook that runs, recorded likewise.
+        type: str
+        default: ''
+      wait:
+        description: Seconds to wait for another run's lock before failing; V(0) fails at once.
+        type: int
+        default: 0
+      timeout:
+        description: The lock's maximum lifetime in seconds (its holder ends by itself then).
+        type: int
+        default: 7200
+      path:
+        description: The lock file on the host.
+        type: path
+        default: /run/lock/inferops-sglang.lock
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -194,6 +228,15 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+lock:
+  description:
+    - With O(lock), what taking it did - C(changed) (taken now, or would be in check mode), C(lock) (the owner record,
+      this run's or, in check mode, the holder's), C(stale) (an ended run's record taken over, with C(reason), or
+      null), C(waited) (seconds) and C(msg); the same values M(inferops.sglang.host_lock) returns.
+  returned: when O(lock) is given
+  type: dict
+  sample: {changed: true, lock: {run_id: 20261204T130000Z-5f3a9c21, holder_pid: 41234}, stale: null, waited: 0.0,
+           msg: "Took the lock (holder pid 41234, for at most 7200 s)."}
 ansible_facts:
   description: Facts to add to the host's C(ansible_facts).
   returned: always
@@ -881,6 +924,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.inferops.sglang.plugins.module_utils import _concurrent
+from ansible_collections.inferops.sglang.plugins.module_utils import _host_lock
 from ansible_collections.inferops.sglang.plugins.module_utils import _http
 from ansible_collections.inferops.sglang.plugins.module_utils import (
     _cuda_toolkit,
@@ -1340,6 +1384,25 @@ def probe_endpoint(host, port, timeout, scheme='http', validate_certs=True, ca_p
     return result
 
 
+def _take_lock(module, lock):
+    """Takes the host's lock (``_host_lock.take``) or fails the module naming the holder; returns what taking it did
+    (RETURN ``lock``). The task reports no change: the lock is given back at the end of the host's run."""
+    if lock['wait'] < 0 or lock['timeout'] <= 0:
+        module.fail_json(msg='lock.wait must be 0 or more and lock.timeout more than 0 seconds (got wait=%s, timeout=%s)'
+                         % (lock['wait'], lock['timeout']))
+    try:
+        out = _host_lock.take(lock['path'], lock['run_id'], lock['controller'], lock['playbook'], lock['wait'],
+                              lock['timeout'], check_mode=module.check_mode)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg='The lock %s could not be taken (%s): run as root (become).' % (lock['path'], exc))
+    for warning in out.pop('warnings'):
+        module.warn(warning)
+    out.pop('diff')
+    if out.pop('failed'):
+        module.fail_json(msg=out['msg'], lock=out['lock'], waited=out['waited'])
+    return out
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -1354,10 +1417,20 @@ def main():
             host=dict(type='str', required=False, default='127.0.0.1'),
             port=dict(type='int', required=False, default=30000),
             probe_timeout=dict(type='float', required=False, default=10),
+            lock=dict(type='dict', required=False, options=dict(
+                run_id=dict(type='str', required=True),
+                controller=dict(type='str', default=''),
+                playbook=dict(type='str', default=''),
+                wait=dict(type='int', default=0),
+                timeout=dict(type='int', default=7200),
+                path=dict(type='path', default='/run/lock/inferops-sglang.lock'),
+            )),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    # The host's lock first (the playbooks pass it): nothing is read while another run holds the host.
+    taken = _take_lock(module, p['lock']) if p['lock'] else None
     host = HostFacts(module)
 
     # The reads that need nothing from the others run side by side with them (each nvidia-smi call takes a few
@@ -1385,7 +1458,10 @@ def main():
     facts.update(found)
     facts['endpoint'] = endpoint.result()
 
-    module.exit_json(changed=False, ansible_facts={'inferops_sglang': facts})
+    result = dict(changed=False, ansible_facts={'inferops_sglang': facts})
+    if taken is not None:
+        result['lock'] = taken
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

@@ -152,36 +152,15 @@ def _diff(before, after):
 
 
 def _present(module, params):
-    now = _host_lock.time.time()
-    if module.check_mode:
-        state = _host_lock.peek(params['path'], now)
-        owner = state['owner']
-        if state['held'] and owner.get('run_id') == params['run_id']:
-            module.exit_json(changed=False, lock=owner, stale=None, waited=0.0, msg='This run holds the lock already.')
-        if state['held']:
-            module.warn('The lock is held by %s; a real run would wait up to %d s for it, then fail.'
-                        % (_host_lock.describe_owner(owner, now), params['wait']))
-            module.exit_json(changed=False, lock=owner, stale=None, waited=0.0,
-                             msg='Would wait for the lock (check mode takes none).')
-        module.exit_json(changed=True, lock={}, stale=None, waited=0.0,
-                         diff=_diff('unlocked', 'locked by run %s' % params['run_id']),
-                         msg='Would take the lock (check mode takes none).')
-    result = _host_lock.acquire(params['path'], params['run_id'], params['controller'], params['playbook'],
-                                params['wait'], params['timeout'])
-    if result['result'] == 'busy':
-        module.fail_json(msg='Another run holds the lock of this host (%s): %s. Nothing was changed here. Wait for it '
-                             'to end (or raise inferops_sglang_lock_wait); a holder that is gone frees the lock by '
-                             'itself.' % (params['path'], result['holder']),
-                         lock=result['owner'], waited=result['waited'])
-    if result['result'] == 'ours':
-        module.exit_json(changed=False, lock=result['owner'], stale=None, waited=result['waited'],
-                         msg='This run holds the lock already.')
-    stale = result['stale']
-    msg = 'Took the lock (holder pid %d, for at most %d s).' % (result['owner']['holder_pid'], params['timeout'])
-    if stale:
-        msg += ' Took over the stale lock of %s (%s).' % (_host_lock.describe_owner(stale, now), stale['reason'])
-    module.exit_json(changed=True, lock=result['owner'], stale=stale, waited=result['waited'], msg=msg,
-                     diff=_diff('unlocked', 'locked by run %s' % params['run_id']))
+    out = _host_lock.take(params['path'], params['run_id'], params['controller'], params['playbook'], params['wait'],
+                          params['timeout'], check_mode=module.check_mode)
+    for warning in out.pop('warnings'):
+        module.warn(warning)
+    if out.pop('failed'):
+        module.fail_json(msg=out['msg'], lock=out['lock'], waited=out['waited'])
+    if out['diff'] is None:
+        out.pop('diff')
+    module.exit_json(**out)
 
 
 def _absent(module, params):

@@ -6,8 +6,9 @@
 
 - the first task of the first play checks the role variables of every host (filter undeclared_role_vars) and stops
   the whole run (any_errors_fatal) before any play changes a host; status.yml checks them in each host's block;
-- the play that changes the hosts takes each host's lock (host_lock) as the first task of the block, before the
-  facts are read, and gives it back in the block's ``always`` with the same run id, so every exit path releases it;
+- the play that changes the hosts takes each host's lock in its first task, the facts call (the facts role's
+  ``facts_lock``: host_facts takes it before it reads anything), and gives it back in the block's ``always``
+  (host_lock ``state=absent``) with the same run id, so every exit path releases it;
 - with tags, both lock tasks run whatever is selected (tag ``always`` where the play uses tags).
 """
 
@@ -55,14 +56,23 @@ def test_the_lock_is_taken_before_the_facts_and_given_back_on_every_path(name):
     play = plays(name)[-1]
     block = play['tasks'][0]
     take = block['block'][0]
-    assert take[LOCK].get('state', 'present') == 'present'
-    assert block['block'][1]['name'] == 'Gather the facts'
+    assert take['name'] == 'Gather the facts' and take['ansible.builtin.import_role']['name'] == 'inferops.sglang.facts'
+    lock = take['vars']['facts_lock']
+    assert LOCK not in yaml.safe_dump(block['block']), 'the lock is taken by the facts call alone'
     give = block['always'][-1]
     assert give[LOCK]['state'] == 'absent'
-    assert give[LOCK]['run_id'] == take[LOCK]['run_id']
-    assert 'inferops_sglang_lock_wait' in take[LOCK]['wait'] and 'inferops_sglang_lock_timeout' in take[LOCK]['timeout']
+    assert give[LOCK]['run_id'] == lock['run_id']
+    assert 'inferops_sglang_lock_wait' in lock['wait'] and 'inferops_sglang_lock_timeout' in lock['timeout']
+    assert lock['controller'] and lock['playbook']
     if uses_tags(play):
         assert 'always' in take.get('tags', []) and 'always' in give.get('tags', [])
+
+
+def test_the_facts_role_hands_the_lock_to_host_facts():
+    with open(os.path.join(ROOT, 'roles', 'facts', 'tasks', 'main.yml')) as handle:
+        tasks = yaml.safe_load(handle)
+    gather = [task for task in tasks if 'inferops.sglang.host_facts' in task][0]
+    assert 'facts_lock' in gather['inferops.sglang.host_facts']['lock']
 
 
 @pytest.mark.parametrize('name', CHANGING)

@@ -587,3 +587,74 @@ def test_c18_driver_library_mismatch_is_a_structured_error(monkeypatch, capsys, 
                                   'message': 'Failed to initialize NVML: Driver/library version mismatch',
                                   'rc': 18, 'nvml_library_version': '570.195', 'kernel_module_version': '570.172.08'}
     assert 'Driver/library version mismatch' in warnings
+
+
+# ---- the host's lock, taken in the same call ------------------------------------------------------
+
+def _facts_call(monkeypatch, capsys, tmp_path, args, check=False):
+    monkeypatch.setattr(host_facts, 'PROC', str(tmp_path / 'proc'))
+    monkeypatch.setattr(host_facts, 'RUN', str(tmp_path / 'run'))
+    monkeypatch.setattr(host_facts, 'ETC', str(tmp_path / 'etc'))
+    if check:
+        args = dict(args, _ansible_check_mode=True)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exc:
+            host_facts.main()
+    return exc.value.code, json.loads(capsys.readouterr().out)
+
+
+def test_the_lock_is_taken_before_the_reads_and_a_held_one_fails_naming_the_holder(monkeypatch, capsys, tmp_path):
+    from ansible_collections.inferops.sglang.plugins.module_utils import _host_lock
+    make_fake_host(tmp_path, 'systemd', ['/sbin/init'])
+    path = str(tmp_path / 'lock' / 'inferops-sglang.lock')
+    lock = {'run_id': 'run-a', 'controller': 'ops@ctl', 'playbook': 'inferops.sglang.site', 'path': path}
+    base = {'nvidia_smi': str(tmp_path / 'none')}
+    try:
+        would_code, would = _facts_call(monkeypatch, capsys, tmp_path, dict(base, lock=lock), check=True)
+        assert would_code == 0 and would['lock']['changed'] and 'Would take' in would['lock']['msg']
+        assert not os.path.exists(path) or not _host_lock.peek(path)['held']
+
+        code, taken = _facts_call(monkeypatch, capsys, tmp_path, dict(base, lock=lock))
+        assert code == 0 and taken['changed'] is False
+        assert taken['lock']['changed'] and taken['lock']['lock']['run_id'] == 'run-a' and taken['lock']['stale'] is None
+        assert 'diff' not in taken['lock'] and 'warnings' not in taken['lock'] and 'failed' not in taken['lock']
+        check_shape(taken['ansible_facts']['inferops_sglang'])
+
+        again_code, again = _facts_call(monkeypatch, capsys, tmp_path, dict(base, lock=lock))
+        assert again_code == 0 and not again['lock']['changed'] and 'already' in again['lock']['msg']
+
+        busy_code, busy = _facts_call(monkeypatch, capsys, tmp_path, dict(base, lock=dict(lock, run_id='run-b')))
+        assert busy_code != 0 and busy['failed']
+        assert 'Another run holds the lock of this host (%s): run run-a of ops@ctl (inferops.sglang.site)' % path in busy['msg']
+        assert 'ansible_facts' not in busy, 'nothing is read while another run holds the host'
+
+        held_code, held = _facts_call(monkeypatch, capsys, tmp_path, dict(base, lock=dict(lock, run_id='run-b')), check=True)
+        assert held_code == 0 and not held['lock']['changed'] and 'Would wait' in held['lock']['msg']
+        assert 'held by run run-a' in json.dumps(held.get('warnings')), held
+
+        bad_code, bad = _facts_call(monkeypatch, capsys, tmp_path, dict(base, lock=dict(lock, wait=-1)))
+        assert bad_code != 0 and 'lock.wait must be 0 or more' in bad['msg']
+    finally:
+        assert _host_lock.release(path, 'run-a')['result'] in ('released', 'not_held', 'expired')
+
+    code, unlocked = _facts_call(monkeypatch, capsys, tmp_path, base)
+    assert code == 0 and 'lock' not in unlocked
+
+
+def test_take_reports_as_host_lock_did(tmp_path):
+    """_host_lock.take: one home for what each outcome of taking the lock reports (host_lock, host_facts)."""
+    from ansible_collections.inferops.sglang.plugins.module_utils import _host_lock
+    path = str(tmp_path / 'inferops-sglang.lock')
+    would = _host_lock.take(path, 'run-a', 'ops@ctl', 'inferops.sglang.site', 0, 60, check_mode=True)
+    assert would['changed'] and would['lock'] == {} and would['diff']['after'] == 'locked by run run-a\n'
+    taken = _host_lock.take(path, 'run-a', 'ops@ctl', 'inferops.sglang.site', 0, 60)
+    try:
+        assert taken['changed'] and not taken['failed'] and taken['waited'] == 0.0
+        assert taken['msg'].startswith('Took the lock (holder pid %d, for at most 60 s).' % taken['lock']['holder_pid'])
+        busy = _host_lock.take(path, 'run-b', '', '', 0, 60)
+        assert busy['failed'] and not busy['changed'] and busy['lock']['run_id'] == 'run-a'
+        assert 'raise inferops_sglang_lock_wait' in busy['msg']
+        ours = _host_lock.take(path, 'run-a', '', '', 0, 60, check_mode=True)
+        assert not ours['changed'] and ours['msg'] == 'This run holds the lock already.'
+    finally:
+        _host_lock.release(path, 'run-a')
