@@ -35,6 +35,8 @@ import stat
 import tempfile
 import time
 
+from ansible_collections.inferops.sglang.plugins.module_utils._args_check_program import CHECK_PROGRAM
+
 CACHE_DIR = '/var/cache/inferops-sglang/server-args-check'
 KEEP = 64
 FORMAT = 1
@@ -236,3 +238,83 @@ def write_entry(cache_dir, key, result, keep=KEEP):
         return False
     prune(cache_dir, keep)
     return True
+
+
+# What the memo stores of a result: the verdict and what was returned with it, not the call's time.
+STORED = ('checked', 'valid', 'sglang_version', 'python_version', 'parser', 'flag', 'message', 'abbreviations',
+          'deprecated', 'parser_warnings', 'env_names_unread')
+
+
+def check_environ(environment=None, hide_gpus=True):
+    """The environment the check program runs with (dict name -> str): C locale, unbuffered, ``environment`` (dict;
+    None values as empty), and no GPU (``CUDA_VISIBLE_DEVICES`` empty) with ``hide_gpus``."""
+    environ = dict(LANG='C', LC_ALL='C', PYTHONUNBUFFERED='1')
+    for key, value in (environment or {}).items():
+        environ[str(key)] = '' if value is None else str(value)
+    if hide_gpus:
+        environ['CUDA_VISIBLE_DEVICES'] = ''
+    return environ
+
+
+def memo_key(run_command, python, args, environ, program, hide_gpus=True, env_names=()):
+    """The memo's digest (``cache_key``) of one check, or None when it cannot be keyed (``--config=FILE``, an unreadable
+    ``--config`` file, an interpreter without ``sglang``'s ``RECORD``, a probe that failed).
+
+    :param run_command: ``AnsibleModule.run_command`` (argv, environ_update=, cwd=) -> (rc, stdout, stderr); runs the
+        probe (one short interpreter run, no SGLang import). :param python: str, absolute path of the interpreter.
+    :param args: list of str. :param environ: dict, ``check_environ``'s. :param program: str, the check program's
+        source (``_args_check_program.CHECK_PROGRAM``). :param hide_gpus: bool. :param env_names: list of str.
+    """
+    keyable, config = config_path(args)
+    if not keyable:
+        return None
+    files = {}
+    if config is not None:
+        path = config if os.path.isabs(config) else os.path.join('/', config)
+        files[path] = file_digest(path)
+        if files[path] is None:
+            return None
+    rc, stdout, dummy_err = run_command([python, '-c', PROBE_PROGRAM], environ_update=environ, cwd='/')
+    probe = parse_probe(stdout)
+    if rc != 0 or not probe or not probe.get('record'):
+        return None
+    environment = dict(os.environ)
+    environment.update(environ)
+    inputs = key_inputs(
+        python, probe.get('python_version'), probe['record'], args, environment,
+        distributions=probe.get('distributions') or (), program=program, files=files,
+        options=dict(hide_gpus=hide_gpus, env_names=list(env_names), realpath=os.path.realpath(python)))
+    return cache_key(inputs)
+
+
+def settled(stored):
+    """Whether a stored result (dict or None) settles the check with nothing left to say: the parser ran and accepted
+    the command line, with no abbreviation and no deprecation to warn about (the module warns of those on each call,
+    memo or not). ``service_preflight_info`` returns only such a result; the role then skips the module."""
+    return bool(isinstance(stored, dict) and stored.get('checked') is True and stored.get('valid') is True
+                and not stored.get('abbreviations') and not stored.get('deprecated'))
+
+
+def request_digest(python, args, env_names):
+    """SHA-256 hex of what the role asks the check (interpreter, argument list, SGLANG_* names), so that the pre-flight's
+    memo lookup (``service_preflight_info``) and the plan that uses it (``_plans/service_host.args_memo``) can tell that
+    they speak of the same check without the argument list (which may hold secrets) coming back from the host."""
+    blob = json.dumps([str(python), [str(a) for a in args or []], [str(n) for n in env_names or []]],
+                      separators=(',', ':'))
+    return hashlib.sha256(blob.encode('utf-8')).hexdigest()
+
+
+def lookup(run_command, python, args, env_names, cache_dir=None):
+    """The memo lookup of the pre-flight's host read: ``{'request': request_digest, 'result': the stored result with
+    ``cached`` true, or None}`` - None unless the memo holds a ``settled`` verdict for exactly the check
+    ``server_args_check`` would run with the role's options (no ``environment``, GPUs hidden, no plugins, the default
+    cache; ``cache_dir`` None: ``CACHE_DIR``). Reads only (the entry's use time is not touched)."""
+    out = {'request': request_digest(python, args, env_names), 'result': None}
+    if not (os.path.isabs(python) and os.path.isfile(python) and os.access(python, os.X_OK)):
+        return out
+    key = memo_key(run_command, python, [str(a) for a in args], check_environ(None, True), CHECK_PROGRAM, True,
+                   list(env_names))
+    stored = read_entry(cache_dir or CACHE_DIR, key) if key else None
+    if settled(stored):
+        out['result'] = dict(((name, stored[name]) for name in STORED if name in stored), cached=True)
+    return out

@@ -132,7 +132,7 @@ options:
   lock:
     description:
       - Take this host's lock of inferops.sglang first (as M(inferops.sglang.host_lock) with O(ignore:state=present)
-        takes it, same lock file and owner record), then gather: one round trip where the playbooks took two. When
+        takes it, same lock file and owner record), then gather - one round trip where the playbooks took two. When
         another run holds it after O(lock.wait) seconds the task fails naming the holder, before anything is read.
       - Given back with M(inferops.sglang.host_lock) O(ignore:state=absent) at the end of the host's run.
       - In check mode no lock is taken (see RV(lock)).

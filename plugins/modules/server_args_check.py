@@ -282,170 +282,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.sglang.plugins.module_utils import _args_check_cache as memo
+from ansible_collections.inferops.sglang.plugins.module_utils._args_check_program import CHECK_PROGRAM, PARSER_NAME, RESULT_MARK
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import mask_values, secret_values
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import flag_from_parser_message
 from ansible_collections.inferops.sglang.plugins.module_utils._sglang_venvs import names_absent_from_texts, package_sources
-
-PARSER_NAME = 'sglang.srt.server_args.ServerArgs.add_cli_args'
-RESULT_MARK = '@@INFEROPS_SERVER_ARGS_CHECK@@'
-
-# Runs in the target interpreter (any Python 3). Reads a JSON request on stdin, writes one
-# line "<RESULT_MARK><json>" on stdout (read by this module only); everything else the import prints goes to
-# stderr. It holds no secret rule: it reports what the parser resolves each --flag to ("dest"), and the command
-# line after --config merging ("argv"), and the module masks, with the collection's one rule (_secrets), every
-# secret value in what it returns.
-CHECK_PROGRAM = r'''
-import json, os, sys, time
-MARK = %(mark)r
-req = json.loads(sys.stdin.read())
-if req.get("timeout"):
-    try:
-        import signal
-        signal.alarm(int(req["timeout"]))
-    except Exception:
-        pass
-out = {"python_version": sys.version.split()[0], "sglang_version": None, "import_error": None,
-       "valid": None, "message": None, "resolved": [], "deprecated": {}, "parser_warnings": []}
-saved_stdout = os.dup(1)
-os.dup2(2, 1)
-sys.stdout = sys.stderr
-
-
-def emit():
-    try:
-        sys.stderr.flush()
-    except Exception:
-        pass
-    os.dup2(saved_stdout, 1)
-    os.write(1, (MARK + json.dumps(out) + "\n").encode("utf-8"))
-    os._exit(0)
-
-
-try:
-    try:
-        from importlib import metadata as _md
-    except ImportError:
-        _md = None
-    if _md is not None:
-        try:
-            out["sglang_version"] = _md.version("sglang")
-        except Exception:
-            pass
-    import argparse
-    import logging
-    import warnings
-    if req.get("load_plugins"):
-        from sglang.srt.plugins import load_plugins
-        load_plugins()
-    from sglang.srt.server_args import ServerArgs
-    import sglang
-    out["package_dirs"] = [str(p) for p in getattr(sglang, "__path__", [])]
-except BaseException as exc:
-    out["import_error"] = "%%s: %%s" %% (type(exc).__name__, exc)
-    emit()
-
-class _Rejected(Exception):
-    pass
-
-
-class _Exited(Exception):
-    pass
-
-
-def _error(message):
-    raise _Rejected(message)
-
-
-def _exit(status=0, message=None):
-    flag = "--help"
-    for tok in argv:
-        name = tok.split("=", 1)[0]
-        if name == "-h" or (len(name) > 2 and "--help".startswith(name)):
-            flag = name
-            break
-        if len(name) > 2 and "--version".startswith(name):
-            flag = name
-            break
-    raise _Exited("%%s: the parser printed its output and exited with status %%s instead of returning "
-                  "the arguments; a server command line cannot contain it" %% (flag, status))
-
-
-argv = [str(a) for a in req.get("args", [])]
-
-
-class _Capture(logging.Handler):
-    def emit(self, record):
-        try:
-            text = record.getMessage()
-        except Exception:
-            text = str(record.msg)
-        for code in ("\033[1;33m", "\033[0m", "\033[33m", "\033[1m"):
-            text = text.replace(code, "")
-        out["parser_warnings"].append(text)
-
-
-try:
-    parser = argparse.ArgumentParser(prog="sglang serve")
-    ServerArgs.add_cli_args(parser)
-    parser.error = _error
-    parser.exit = _exit
-    if "--config" in argv:
-        try:
-            try:
-                # SGLang 0.5.19 on: sglang/srt/utils/server_args_config_parser.py
-                from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
-            except ModuleNotFoundError as exc:
-                if getattr(exc, "name", None) not in ("sglang.srt.utils.server_args_config_parser", "sglang.srt.utils"):
-                    raise
-                # SGLang before 0.5.19 (0.5.9 included): sglang/srt/server_args_config_parser.py
-                from sglang.srt.server_args_config_parser import ConfigArgumentMerger
-            argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
-            out["argv"] = argv
-        except (_Rejected, _Exited):
-            raise
-        except Exception as exc:
-            raise _Rejected("--config: %%s: %%s" %% (type(exc).__name__, exc))
-    options = parser._option_string_actions
-    for tok in argv:
-        if not tok.startswith("--") or tok == "--":
-            continue
-        name = tok.split("=", 1)[0]
-        if name in options:
-            action = options[name]
-            out["resolved"].append({"token": name, "option": name, "options": list(action.option_strings),
-                                    "dest": action.dest})
-        elif parser.allow_abbrev:
-            matches = [o for o in options if o.startswith(name)]
-            option = matches[0] if len(matches) == 1 else None
-            action = options[option] if option else None
-            out["resolved"].append({"token": name, "option": option,
-                                    "options": list(action.option_strings) if action else matches,
-                                    "dest": action.dest if action else None})
-        else:
-            action = None
-            out["resolved"].append({"token": name, "option": None, "options": [], "dest": None})
-        if action is not None and action.help and "deprecated" in str(action.help).lower():
-            out["deprecated"][name] = str(action.help)
-    handler = _Capture(level=logging.WARNING)
-    root = logging.getLogger()
-    root.addHandler(handler)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            parser.parse_args(argv)
-    finally:
-        root.removeHandler(handler)
-    for w in caught:
-        out["parser_warnings"].append("%%s: %%s" %% (w.category.__name__, w.message))
-    out["valid"] = True
-except (_Rejected, _Exited) as exc:
-    out["valid"] = False
-    out["message"] = str(exc)
-except Exception as exc:
-    out["valid"] = False
-    out["message"] = "%%s raised while parsing: %%s" %% (type(exc).__name__, exc)
-emit()
-''' % {'mark': RESULT_MARK}
 
 
 def _result_base():
@@ -467,9 +307,8 @@ def _result_base():
     )
 
 
-# What the memo stores of a result: the verdict and what was returned with it, not this call's time.
-STORED = ('checked', 'valid', 'sglang_version', 'python_version', 'parser', 'flag', 'message', 'abbreviations',
-          'deprecated', 'parser_warnings', 'env_names_unread')
+# What the memo stores of a result (the verdict and what was returned with it, not this call's time).
+STORED = memo.STORED
 
 
 def _memo_key(module, python, args, environ):
@@ -477,27 +316,8 @@ def _memo_key(module, python, args, environ):
     params = module.params
     if not params['cache'] or params['load_plugins']:
         return None
-    keyable, config = memo.config_path(args)
-    if not keyable:
-        return None
-    files = {}
-    if config is not None:
-        path = config if os.path.isabs(config) else os.path.join('/', config)
-        files[path] = memo.file_digest(path)
-        if files[path] is None:
-            return None
-    rc, stdout, _stderr = module.run_command([python, '-c', memo.PROBE_PROGRAM], environ_update=environ, cwd='/')
-    probe = memo.parse_probe(stdout)
-    if rc != 0 or not probe or not probe.get('record'):
-        return None
-    environment = dict(os.environ)
-    environment.update(environ)
-    inputs = memo.key_inputs(
-        python, probe.get('python_version'), probe['record'], args, environment,
-        distributions=probe.get('distributions') or (), program=CHECK_PROGRAM, files=files,
-        options=dict(hide_gpus=params['hide_gpus'], env_names=list(params['env_names']),
-                     realpath=os.path.realpath(python)))
-    return memo.cache_key(inputs)
+    return memo.memo_key(module.run_command, python, args, environ, CHECK_PROGRAM, params['hide_gpus'],
+                         params['env_names'])
 
 
 def _finish(module, result):
@@ -560,11 +380,7 @@ def main():
         load_plugins=module.params['load_plugins'],
         timeout=module.params['timeout'],
     )
-    environ = dict(LANG='C', LC_ALL='C', PYTHONUNBUFFERED='1')
-    for key, value in (module.params['environment'] or {}).items():
-        environ[str(key)] = '' if value is None else str(value)
-    if module.params['hide_gpus']:
-        environ['CUDA_VISIBLE_DEVICES'] = ''
+    environ = memo.check_environ(module.params['environment'], module.params['hide_gpus'])
 
     started = time.monotonic()
     key = _memo_key(module, python, args, environ)

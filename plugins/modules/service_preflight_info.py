@@ -124,6 +124,28 @@ options:
         C(systemctl is-enabled UNIT) and C(systemd-analyze security UNIT).
     type: str
     default: ''
+  args_check:
+    description:
+      - The command-line check the role would run next (M(inferops.sglang.server_args_check) with the role's options),
+        looked up in that module's memo on the host (issue 26), see RV(args_check). The lookup runs the interpreter once
+        without importing SGLang (the memo key's inputs - the C(sglang) distribution's C(RECORD), the installed
+        distributions, the environment's names) and reads one file; it never runs the parser and never writes the memo.
+    type: dict
+    suboptions:
+      python:
+        description: The interpreter that runs the server (absolute path).
+        type: str
+        required: true
+      args:
+        description: The server arguments, in order (they may hold secrets; the result holds their digest only).
+        type: list
+        elements: str
+        default: []
+      env_names:
+        description: The C(SGLANG_*) names of the server's environment (O(inferops.sglang.server_args_check#module:env_names)).
+        type: list
+        elements: str
+        default: []
 attributes:
   check_mode:
     support: full
@@ -270,6 +292,17 @@ unit:
   returned: always
   type: dict
   sample: {"name": "sglang.service", "enabled_now": "enabled", "enabled": true, "exposure": "...Overall exposure level for sglang.service: 4.2 OK"}
+args_check:
+  description:
+    - With O(args_check) - C(request), the SHA-256 of the interpreter, arguments and names asked (so that the role can
+      tell the lookup is of the check it would run; C(_args_check_cache.request_digest)), and C(result), the memo's
+      result as M(inferops.sglang.server_args_check) would return it (C(cached) true), or V(null) when the memo holds
+      no verdict for it that settles the check (none stored, a rejection, an abbreviation or deprecation to warn
+      about, an interpreter that cannot be keyed). Empty without O(args_check).
+  returned: always
+  type: dict
+  sample: {"request": "5d41402abc4b2a76b9719d911017c592ae1f0b5f5fcb1f7c8bd1c2a3f07a3b4e",
+           "result": {"checked": true, "valid": true, "sglang_version": "0.5.9", "cached": true, "env_names_unread": []}}
 disk:
   description:
     - The directory measured (O(working_directory) or its nearest existing parent) and its free space in KiB
@@ -281,6 +314,7 @@ disk:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.inferops.sglang.plugins.module_utils import _args_check_cache as memo
 from ansible_collections.inferops.sglang.plugins.module_utils import _rendered_files, _service_preflight
 
 
@@ -316,6 +350,11 @@ def main():
             devices=dict(type='bool', default=False),
             paths=dict(type='list', elements='path', default=[]),
             unit=dict(type='str', default=''),
+            args_check=dict(type='dict', options=dict(
+                python=dict(type='str', required=True),
+                args=dict(type='list', elements='str', default=[]),
+                env_names=dict(type='list', elements='str', default=[]),
+            )),
         ),
         supports_check_mode=True,
     )
@@ -328,8 +367,10 @@ def main():
         return rc
 
     seen = _service_preflight.observe(module.params, run)
+    check = module.params['args_check']
+    args_check = memo.lookup(module.run_command, check['python'], check['args'], check['env_names']) if check else {}
     module.exit_json(changed=False, failures=_service_preflight.failures(seen, module.params),
-                     unit=read_unit(module, module.params['unit']), **seen)
+                     unit=read_unit(module, module.params['unit']), args_check=args_check, **seen)
 
 
 if __name__ == '__main__':

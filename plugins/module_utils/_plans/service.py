@@ -246,6 +246,7 @@ def service_plan(inputs, facts, seen=None):
         ``config`` and ``info`` (service_preflight_info), ``sglang_venv`` and ``supervisor_venv`` (python_venv in
         check mode), ``args_checked`` (server_args_check).
     :returns: dict of the values the tasks use (``command`` argv list, ``environment`` dict, ``user``, ``group``,
+        ``args_memo`` (the memo's verdict of the command-line check, see ``service_host.args_memo``),
         ``home``, ``working_directory``, ``files``, ``sandbox`` [[directive, value]], ``manager``, ``port`` int,
         ``scheme``, ``write_paths``, ...) and ``problems``: ``[{'check': name, 'message': text}]``, every pre-flight
         failure at once (the host reads' own failures first), each saying what to do; empty when the pre-flight passes;
@@ -256,6 +257,11 @@ def service_plan(inputs, facts, seen=None):
     inp = _inputs(inputs)
     facts = facts or {}
     plan = _plan_inputs(inp, facts, seen)
+    # The check's memo, found by the host read, counts as the check (the role then skips server_args_check).
+    memo = service_host.args_memo(plan, seen)
+    if memo and plan['sglang_managed'] and memo.get('env_names_unread'):
+        plan = _plan_inputs(inp, facts, dict(seen or {}, args_checked=memo))
+    plan['args_memo'] = memo
     plan['seed'] = _seed(inp, facts, seen) if len(plan['adoptable']) == 1 else {}
     return plan
 

@@ -19,7 +19,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _model_config, _network, _server_args
+from ansible_collections.inferops.sglang.plugins.module_utils import _args_check_cache, _model_config, _network, _server_args
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
 
 CHECK_NCCL_PORT = "Check that nothing but the SGLang server being replaced holds the NCCL port"
@@ -250,3 +250,21 @@ def _check_socket_ifname(inp, plan, facts, seen):
 
 CHECKS = ((CHECK_NCCL_PORT, _check_nccl_port), (CHECK_SOCKET_IFNAME, _check_socket_ifname),
           (CHECK_OFFLINE_MODEL, _check_offline_model))
+
+
+def args_memo(plan, seen):
+    """The command-line check's verdict the pre-flight's host read found in the check's memo (service_preflight_info,
+    option args_check; issue 26), for exactly the check the plan asks - its interpreter (``command[0]``), ``argv_args``
+    and ``sglang_env_names`` - when no check ran in this run yet (``seen['args_checked']``): the dict
+    server_args_check returns (``cached`` true), or {} (no lookup, no settled verdict, another check, a check ran).
+    The role skips server_args_check where this is not empty."""
+    seen = seen or {}
+    checked, info = seen.get('args_checked'), seen.get('info')
+    if hasattr(checked, 'get') and not checked.get('skipped'):
+        return {}
+    found = (info.get('args_check') if hasattr(info, 'get') and not info.get('skipped') else None) or {}
+    result = found.get('result') if hasattr(found, 'get') else None
+    if not hasattr(result, 'get') or result.get('cached') is not True or not plan.get('command'):
+        return {}
+    asked = _args_check_cache.request_digest(plan['command'][0], plan['argv_args'], plan['sglang_env_names'])
+    return dict(result) if found.get('request') == asked else {}

@@ -733,3 +733,61 @@ def test_rendered_paths_are_every_path_the_role_renders(init, manager_files):
     assert paths[5:7] == [plan['log_module_dir'] + '/inferops_sglang_log.py', plan['log_module_dir'] + '/inferops_sglang_secrets.py']
     assert paths[-len(manager_files):] == manager_files == [entry['src'] for entry in plan['files']]
     assert service_plan(inputs(cache_dir=''), facts(init=init))['rendered_paths'][0] == '/etc/sglang'
+
+
+# ---- the command-line check's memo, found by the pre-flight's host read (issue 26) -----------------------------------
+
+def _memo_seen(plan, result=None, **change):
+    """What service_preflight_info returns for a lookup of the check ``plan`` asks (``change`` alters what was asked)."""
+    from ansible_collections.inferops.sglang.plugins.module_utils import _args_check_cache
+    asked = dict(python=plan['command'][0], args=plan['argv_args'], env_names=plan['sglang_env_names'])
+    asked.update(change)
+    verdict = {'checked': True, 'valid': True, 'sglang_version': '0.5.10', 'env_names_unread': [], 'cached': True}
+    return {'info': {'args_check': {'request': _args_check_cache.request_digest(asked['python'], asked['args'],
+                                                                                asked['env_names']),
+                                    'result': verdict if result is None else result}}}
+
+
+def test_a_memo_of_the_same_check_counts_as_the_check():
+    plan = service_plan(inputs(), facts())
+    assert plan['args_memo'] == {}
+    found = service_plan(inputs(), facts(), _memo_seen(plan))
+    assert found['args_memo']['valid'] is True and found['args_memo']['cached'] is True
+    assert found['command'] == plan['command'] and found['environment'] == plan['environment']
+
+
+@pytest.mark.parametrize('change', [{'args': ['--port', '31000']}, {'python': '/other/bin/python3'},
+                                    {'env_names': ['SGLANG_X']}], ids=['args', 'python', 'env_names'])
+def test_a_memo_of_another_check_is_not_used(change):
+    plan = service_plan(inputs(), facts())
+    assert service_plan(inputs(), facts(), _memo_seen(plan, **change))['args_memo'] == {}
+
+
+@pytest.mark.parametrize('result', [None, {}, {'cached': False, 'valid': True}, 'text'], ids=['none', 'empty', 'run', 'text'])
+def test_no_verdict_no_memo(result):
+    plan = service_plan(inputs(), facts())
+    seen = _memo_seen(plan)
+    seen['info']['args_check']['result'] = result
+    assert service_plan(inputs(), facts(), seen)['args_memo'] == {}
+    assert service_plan(inputs(), facts(), {'info': {'skipped': True}})['args_memo'] == {}
+
+
+def test_a_check_that_ran_wins_over_the_memo():
+    plan = service_plan(inputs(), facts())
+    seen = dict(_memo_seen(plan), args_checked={'checked': True, 'valid': True, 'env_names_unread': []})
+    assert service_plan(inputs(), facts(), seen)['args_memo'] == {}
+    skipped = dict(_memo_seen(plan), args_checked={'skipped': True})
+    assert service_plan(inputs(), facts(), skipped)['args_memo']['cached'] is True
+
+
+def test_a_memo_of_a_managed_version_leaves_out_the_names_it_does_not_read_as_the_check_would():
+    env = {'SGLANG_OLD': '1', 'SGLANG_NEW': '1'}
+    role = inputs(environment=env, sglang_version='sglang==0.5.10')
+    plan = service_plan(role, facts())
+    assert plan['sglang_env_names'] == ['SGLANG_OLD', 'SGLANG_NEW']
+    verdict = {'checked': True, 'valid': True, 'env_names_unread': ['SGLANG_OLD'], 'cached': True}
+    found = service_plan(role, facts(), _memo_seen(plan, result=verdict))
+    checked = service_plan(role, facts(), {'args_checked': verdict})
+    assert found['args_memo'] == verdict
+    assert found['environment'] == checked['environment'] and 'SGLANG_OLD' not in found['environment']
+    assert found['env_unread'] == ['SGLANG_OLD'] and found['sglang_env_names'] == checked['sglang_env_names']

@@ -18,6 +18,7 @@ __metaclass__ = type
 import json
 import os
 import stat
+import subprocess
 import sys
 import textwrap
 
@@ -626,3 +627,57 @@ def test_config_parser_failing_inside_is_not_hidden_by_the_fallback(stub_sglang,
     config.write_text('tp-size: 2\n')
     result = run_module(params_for(stub_sglang, ['--model-path', '/m', '--config', str(config)]), FailJson)
     assert 'yaml_not_installed_here' in result['msg']
+
+
+# The pre-flight's lookup of the memo (service_preflight_info option args_check; issue 26): the same key as the check
+# the role runs (no environment option, GPUs hidden), read only, and only a verdict with nothing left to say.
+
+def _role_python(tmp_path, site):
+    """An interpreter that finds the stand-in sglang by itself, as the server's venv does (the role passes no
+    environment to the check)."""
+    wrapper = tmp_path / 'venv-python'
+    wrapper.write_text('#!/bin/sh\nPYTHONPATH=%s exec %s "$@"\n' % (site, sys.executable))
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def _run_command(argv, environ_update=None, cwd=None):
+    proc = subprocess.run(argv, env=dict(os.environ, **(environ_update or {})), cwd=cwd, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize('args,found', [(GOOD, True), (GOOD + ['--attention-backend', 'nope'], False),
+                                        (['--model-path', '/m', '--tp', '2', '--old-flag'], False)],
+                         ids=['accepted', 'rejected', 'deprecated'])
+def test_the_preflight_lookup_finds_only_a_settled_verdict_of_the_same_check(recorded_sglang, tmp_path, memo_dir,
+                                                                             args, found):
+    python = _role_python(tmp_path, recorded_sglang)
+    names = ['SGLANG_ENABLE_TORCH_COMPILE']
+    before = _args_check_cache.lookup(_run_command, python, args, names)
+    assert before == {'request': _args_check_cache.request_digest(python, args, names), 'result': None}
+    checked = run_module(dict(python=python, args=args, env_names=names), ExitJson if found or '--old-flag' in args
+                         else FailJson)
+    entries = os.listdir(str(memo_dir))
+    after = _args_check_cache.lookup(_run_command, python, args, names)
+    assert after['request'] == before['request']
+    if found:
+        stored = dict((name, checked[name]) for name in server_args_check.STORED if name in checked)
+        assert checked['cached'] is False and after['result'] == dict(stored, cached=True)
+        assert after['result']['valid'] is True and after['result']['sglang_version'] == '9.9.9'
+    else:
+        assert after['result'] is None
+    assert os.listdir(str(memo_dir)) == entries, 'the lookup never writes the memo'
+    # Another check (arguments, names, interpreter) is another key.
+    assert _args_check_cache.lookup(_run_command, python, args + ['--log-level', 'info'], names)['result'] is None
+    assert _args_check_cache.lookup(_run_command, python, args, [])['result'] is None
+    assert _args_check_cache.lookup(_run_command, '/nonexistent/python', args, names)['result'] is None
+
+
+def test_request_digest_tells_checks_apart_and_holds_no_argument():
+    digest = _args_check_cache.request_digest('/v/bin/python', ['--api-key', 'sk-1'], ['SGLANG_X'])
+    assert len(digest) == 64 and 'sk-1' not in digest
+    assert digest == _args_check_cache.request_digest('/v/bin/python', ('--api-key', 'sk-1'), ('SGLANG_X',))
+    assert digest != _args_check_cache.request_digest('/v/bin/python', ['--api-key', 'sk-2'], ['SGLANG_X'])
+    assert digest != _args_check_cache.request_digest('/v/bin/python', ['--api-key', 'sk-1'], [])
+    assert digest != _args_check_cache.request_digest('/w/bin/python', ['--api-key', 'sk-1'], ['SGLANG_X'])

@@ -110,3 +110,26 @@ def test_paths_and_unit_are_read_for_a_converged_host(tmp_path, capsys, monkeypa
                               'exposure': 'Overall exposure level for sglang.service: 4.2 OK\n'}
     assert ['is-enabled', 'sglang.service'] in calls
     assert run_module({'working_directory': str(tmp_path)}, capsys)['unit'] == {}
+
+
+def test_args_check_looks_the_memo_up_and_returns_no_argument(tmp_path, capsys, monkeypatch):
+    """args_check: the command-line check's memo, looked up in the same call (_args_check_cache.lookup, tested against
+    server_args_check in test_server_args_check.py); only the request's digest comes back, never the arguments."""
+    from ansible_collections.inferops.sglang.plugins.module_utils import _args_check_cache
+    asked = []
+
+    def lookup(run_command, python, args, env_names, cache_dir=None):
+        asked.append((python, list(args), list(env_names)))
+        return {'request': _args_check_cache.request_digest(python, args, env_names),
+                'result': {'checked': True, 'valid': True, 'cached': True}}
+    monkeypatch.setattr(_args_check_cache, 'lookup', lookup)
+    check = {'python': '/opt/venv/bin/python', 'args': ['--api-key', 'sk-secret', '--port', '30000'],
+             'env_names': ['SGLANG_X']}
+    result = run_module({'working_directory': str(tmp_path), 'args_check': check}, capsys)
+    assert asked == [(check['python'], check['args'], check['env_names'])]
+    request = _args_check_cache.request_digest(check['python'], check['args'], check['env_names'])
+    assert result['args_check'] == {'request': request, 'result': {'checked': True, 'valid': True, 'cached': True}}
+    result.pop('invocation', None)  # the module's arguments, as every module echoes them (the task runs with no_log)
+    assert 'sk-secret' not in json.dumps(result)
+    assert run_module({'working_directory': str(tmp_path)}, capsys)['args_check'] == {}
+    assert len(asked) == 1
