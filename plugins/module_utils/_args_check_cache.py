@@ -287,7 +287,7 @@ def memo_key(run_command, python, args, environ, program, hide_gpus=True, env_na
     return cache_key(inputs)
 
 
-def settled(stored):
+def verdict_settled(stored):
     """Whether a stored result (dict or None) settles the check with nothing left to say: the parser ran and accepted
     the command line, with no abbreviation and no deprecation to warn about (the module warns of those on each call,
     memo or not). ``service_preflight_info`` returns only such a result; the role then skips the module."""
@@ -306,7 +306,7 @@ def request_digest(python, args, env_names):
 
 def lookup(run_command, python, args, env_names, cache_dir=None):
     """The memo lookup of the pre-flight's host read: ``{'request': request_digest, 'result': the stored result with
-    ``cached`` true, or None}`` - None unless the memo holds a ``settled`` verdict for exactly the check
+    ``cached`` true, or None}`` - None unless the memo holds a verdict (``verdict_settled``) for exactly the check
     ``server_args_check`` would run with the role's options (no ``environment``, GPUs hidden, no plugins, the default
     cache; ``cache_dir`` None: ``CACHE_DIR``). Reads only (the entry's use time is not touched)."""
     out = {'request': request_digest(python, args, env_names), 'result': None}
@@ -315,6 +315,6 @@ def lookup(run_command, python, args, env_names, cache_dir=None):
     key = memo_key(run_command, python, [str(a) for a in args], check_environ(None, True), CHECK_PROGRAM, True,
                    list(env_names))
     stored = read_entry(cache_dir or CACHE_DIR, key) if key else None
-    if settled(stored):
+    if verdict_settled(stored):
         out['result'] = dict(((name, stored[name]) for name in STORED if name in stored), cached=True)
     return out

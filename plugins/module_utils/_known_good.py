@@ -165,3 +165,20 @@ def free_space_text(path):
     mib = 1024 * 1024
     return 'the file system of %s has %d MiB free of %d MiB' % (probe, info.f_bavail * info.f_frsize // mib,
                                                                 info.f_blocks * info.f_frsize // mib)
+
+
+def read_store(store_dir, checksum):
+    """The known-good store at STORE_DIR as ``known_good_info`` returns it (one home for the read, used by that module
+    and by the service pre-flight's host read): dict ``exists`` (bool), ``manifest`` (dict, {} without one) and
+    ``differ`` (list of str, ``known_good_differ``'s). CHECKSUM as for ``known_good_differ``.
+
+    :raises IOError, OSError: when the manifest cannot be read. :raises ValueError: when it is not a manifest
+        (``parse_known_good_manifest``'s message).
+    """
+    store = readable_store(store_dir)
+    manifest_path = os.path.join(store, MANIFEST)
+    if not os.path.isfile(manifest_path):
+        return {'exists': False, 'manifest': {}, 'differ': []}
+    with open(manifest_path, 'r') as handle:
+        manifest = parse_known_good_manifest(handle.read(), manifest_path)
+    return {'exists': True, 'manifest': manifest, 'differ': known_good_differ(manifest.get('files', []), store, checksum)}

@@ -89,27 +89,21 @@ def main():
         argument_spec=dict(dir=dict(type='path', required=True)),
         supports_check_mode=True,
     )
-    # a save interrupted between its two renames left the old store beside the directory: read that one
-    store = _known_good.readable_store(module.params['dir'])
-    manifest_path = os.path.join(store, _known_good.MANIFEST)
-    if not os.path.isfile(manifest_path):
-        module.exit_json(changed=False, exists=False, manifest={}, differ=[])
-    try:
-        with open(manifest_path, 'r') as handle:
-            manifest = _known_good.parse_known_good_manifest(handle.read(), manifest_path)
-    except (IOError, OSError) as exc:
-        module.fail_json(msg='Could not read %s (%s): run as root (become), which the known-good store needs'
-                         % (manifest_path, exc))
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
 
     def checksum(path):
         if os.path.isfile(path) and os.access(path, os.R_OK):
             return module.sha1(path)
         return None
 
-    differ = _known_good.known_good_differ(manifest.get('files', []), store, checksum)
-    module.exit_json(changed=False, exists=True, manifest=manifest, differ=differ)
+    # a save interrupted between its two renames left the old store beside the directory: that one is read
+    try:
+        store = _known_good.read_store(module.params['dir'], checksum)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg='Could not read %s (%s): run as root (become), which the known-good store needs'
+                         % (os.path.join(_known_good.readable_store(module.params['dir']), _known_good.MANIFEST), exc))
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, **store)
 
 
 if __name__ == '__main__':

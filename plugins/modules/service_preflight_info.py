@@ -124,6 +124,12 @@ options:
         C(systemctl is-enabled UNIT) and C(systemd-analyze security UNIT).
     type: str
     default: ''
+  known_good_dir:
+    description:
+      - The known-good store to read as M(inferops.sglang.known_good_info) reads it (manifest; live files compared with
+        the copies kept, by checksum), into RV(known_good); empty reads none.
+    type: str
+    default: ''
   args_check:
     description:
       - The command-line check the role would run next (M(inferops.sglang.server_args_check) with the role's options),
@@ -292,6 +298,14 @@ unit:
   returned: always
   type: dict
   sample: {"name": "sglang.service", "enabled_now": "enabled", "enabled": true, "exposure": "...Overall exposure level for sglang.service: 4.2 OK"}
+known_good:
+  description:
+    - With O(known_good_dir), the store as M(inferops.sglang.known_good_info) returns it - C(exists), C(manifest),
+      C(differ) (C(_known_good.read_store)); empty without O(known_good_dir), or when the manifest cannot be read or
+      parsed (that module then reads it again and fails with the reason).
+  returned: always
+  type: dict
+  sample: {"exists": true, "manifest": {"schema": 1, "source": "cutover", "unit": "sglang.service"}, "differ": []}
 args_check:
   description:
     - With O(args_check) - C(request), the SHA-256 of the interpreter, arguments and names asked (so that the role can
@@ -312,10 +326,12 @@ disk:
   sample: {"path": "/root", "free_kib": 52428800}
 '''
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _args_check_cache as memo
-from ansible_collections.inferops.sglang.plugins.module_utils import _rendered_files, _service_preflight
+from ansible_collections.inferops.sglang.plugins.module_utils import _known_good, _rendered_files, _service_preflight
 
 
 def read_unit(module, unit):
@@ -328,6 +344,19 @@ def read_unit(module, unit):
     exposure = module.run_command([analyze, 'security', '--no-pager', unit], check_rc=False)[1] if analyze else ''
     return {'name': unit, 'enabled_now': (out or '').strip(), 'enabled': _rendered_files.is_enabled(rc, out),
             'exposure': exposure or ''}
+
+
+def read_known_good(module, directory):
+    """RV(known_good): the store as known_good_info reads it; {} without DIRECTORY or when it cannot be read."""
+    if not directory:
+        return {}
+
+    def checksum(path):
+        return module.sha1(path) if os.path.isfile(path) and os.access(path, os.R_OK) else None
+    try:
+        return _known_good.read_store(directory, checksum)
+    except (IOError, OSError, ValueError):
+        return {}
 
 
 def main():
@@ -350,6 +379,7 @@ def main():
             devices=dict(type='bool', default=False),
             paths=dict(type='list', elements='path', default=[]),
             unit=dict(type='str', default=''),
+            known_good_dir=dict(type='str', default=''),
             args_check=dict(type='dict', options=dict(
                 python=dict(type='str', required=True),
                 args=dict(type='list', elements='str', default=[]),
@@ -370,7 +400,8 @@ def main():
     check = module.params['args_check']
     args_check = memo.lookup(module.run_command, check['python'], check['args'], check['env_names']) if check else {}
     module.exit_json(changed=False, failures=_service_preflight.failures(seen, module.params),
-                     unit=read_unit(module, module.params['unit']), args_check=args_check, **seen)
+                     unit=read_unit(module, module.params['unit']), args_check=args_check,
+                     known_good=read_known_good(module, module.params['known_good_dir']), **seen)
 
 
 if __name__ == '__main__':

@@ -71,3 +71,27 @@ def test_bad_manifest_fails_with_the_fix(tmp_path, result):
     write(kg / 'manifest.json', '{broken')
     out = result({'dir': str(kg)})
     assert out['failed'] and 'manifest.json is not valid JSON' in out['msg'] and 'run the site playbook again' in out['msg']
+
+
+@pytest.mark.parametrize('case', ['store', 'none', 'broken'])
+def test_the_service_preflight_read_returns_what_this_module_does(tmp_path, result, monkeypatch, capsys, case):
+    """service_preflight_info's known_good (known_good_dir) is the same read (_known_good.read_store), handed to the
+    known_good role's read so that the store is read once per run; a store it cannot read comes back empty, and the
+    role then reads it with this module, which fails with the reason."""
+    from ansible_collections.inferops.sglang.plugins.modules import service_preflight_info
+    if case == 'store':
+        kg, dummy = store(tmp_path, {'sglang.service': ('unit', 'unit'), 'sglang.env': ('A=2\n', 'A=1\n')})
+    else:
+        kg = str(tmp_path / 'known-good')
+        if case == 'broken':
+            os.mkdir(kg)
+            write(os.path.join(kg, 'manifest.json'), '{broken')
+    own = result({'dir': kg})
+    read = module_result(monkeypatch, service_preflight_info.main, {'working_directory': str(tmp_path),
+                                                                    'known_good_dir': kg}, False)
+    if case == 'broken':
+        assert own['failed'] and read['known_good'] == {}
+    else:
+        assert read['known_good'] == dict((key, own[key]) for key in ('exists', 'manifest', 'differ'))
+    without = module_result(monkeypatch, service_preflight_info.main, {'working_directory': str(tmp_path)}, False)
+    assert without['known_good'] == {}
