@@ -306,10 +306,11 @@ def request_digest(python, args, env_names):
 
 def lookup(run_command, python, args, env_names, cache_dir=None):
     """The memo lookup of the pre-flight's host read: ``{'request': request_digest, 'result': the stored result with
-    ``cached`` true, or None}`` - None unless the memo holds a verdict (``verdict_settled``) for exactly the check
+    ``cached`` true, or None, 'duration_seconds': the lookup's time}`` - None unless the memo holds a verdict (``verdict_settled``) for exactly the check
     ``server_args_check`` would run with the role's options (no ``environment``, GPUs hidden, no plugins, the default
     cache; ``cache_dir`` None: ``CACHE_DIR``). Reads only (the entry's use time is not touched)."""
-    out = {'request': request_digest(python, args, env_names), 'result': None}
+    started = time.monotonic()
+    out = {'request': request_digest(python, args, env_names), 'result': None, 'duration_seconds': 0.0}
     if not (os.path.isabs(python) and os.path.isfile(python) and os.access(python, os.X_OK)):
         return out
     key = memo_key(run_command, python, [str(a) for a in args], check_environ(None, True), CHECK_PROGRAM, True,
@@ -317,4 +318,5 @@ def lookup(run_command, python, args, env_names, cache_dir=None):
     stored = read_entry(cache_dir or CACHE_DIR, key) if key else None
     if verdict_settled(stored):
         out['result'] = dict(((name, stored[name]) for name in STORED if name in stored), cached=True)
+    out['duration_seconds'] = round(time.monotonic() - started, 3)
     return out

@@ -312,11 +312,13 @@ args_check:
       tell the lookup is of the check it would run; C(_args_check_cache.request_digest)), and C(result), the memo's
       result as M(inferops.sglang.server_args_check) would return it (C(cached) true), or V(null) when the memo holds
       no verdict for it that settles the check (none stored, a rejection, an abbreviation or deprecation to warn
-      about, an interpreter that cannot be keyed). Empty without O(args_check).
+      about, an interpreter that cannot be keyed); C(duration_seconds), the lookup's time. Empty without
+      O(args_check).
   returned: always
   type: dict
   sample: {"request": "5d41402abc4b2a76b9719d911017c592ae1f0b5f5fcb1f7c8bd1c2a3f07a3b4e",
-           "result": {"checked": true, "valid": true, "sglang_version": "0.5.9", "cached": true, "env_names_unread": []}}
+           "result": {"checked": true, "valid": true, "sglang_version": "0.5.9", "cached": true, "env_names_unread": []},
+           "duration_seconds": 0.108}
 disk:
   description:
     - The directory measured (O(working_directory) or its nearest existing parent) and its free space in KiB

@@ -655,7 +655,8 @@ def test_the_preflight_lookup_finds_only_a_settled_verdict_of_the_same_check(rec
     python = _role_python(tmp_path, recorded_sglang)
     names = ['SGLANG_ENABLE_TORCH_COMPILE']
     before = _args_check_cache.lookup(_run_command, python, args, names)
-    assert before == {'request': _args_check_cache.request_digest(python, args, names), 'result': None}
+    assert before['request'] == _args_check_cache.request_digest(python, args, names) and before['result'] is None
+    assert before['duration_seconds'] >= 0
     checked = run_module(dict(python=python, args=args, env_names=names), ExitJson if found or '--old-flag' in args
                          else FailJson)
     entries = os.listdir(str(memo_dir))
