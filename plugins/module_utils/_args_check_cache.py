@@ -308,13 +308,20 @@ def lookup(run_command, python, args, env_names, cache_dir=None):
     """The memo lookup of the pre-flight's host read: ``{'request': request_digest, 'result': the stored result with
     ``cached`` true, or None, 'duration_seconds': the lookup's time}`` - None unless the memo holds a verdict (``verdict_settled``) for exactly the check
     ``server_args_check`` would run with the role's options (no ``environment``, GPUs hidden, no plugins, the default
-    cache; ``cache_dir`` None: ``CACHE_DIR``). Reads only (the entry's use time is not touched)."""
+    cache; ``cache_dir`` None: ``CACHE_DIR``). Reads only (the entry's use time is not touched). ``run_command`` should
+    raise OSError rather than fail the module when the interpreter cannot be started (``handle_exceptions=False``): the
+    lookup then finds nothing."""
     started = time.monotonic()
     out = {'request': request_digest(python, args, env_names), 'result': None, 'duration_seconds': 0.0}
     if not (os.path.isabs(python) and os.path.isfile(python) and os.access(python, os.X_OK)):
         return out
-    key = memo_key(run_command, python, [str(a) for a in args], check_environ(None, True), CHECK_PROGRAM, True,
-                   list(env_names))
+    try:
+        key = memo_key(run_command, python, [str(a) for a in args], check_environ(None, True), CHECK_PROGRAM, True,
+                       list(env_names))
+    except (IOError, OSError):
+        # An interpreter that exists but does not start (a shebang to a missing program): no memo here; the check
+        # itself says what is wrong, visibly, in its own task.
+        key = None
     stored = read_entry(cache_dir or CACHE_DIR, key) if key else None
     if verdict_settled(stored):
         out['result'] = dict(((name, stored[name]) for name in STORED if name in stored), cached=True)

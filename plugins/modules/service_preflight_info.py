@@ -128,7 +128,7 @@ options:
     description:
       - The known-good store to read as M(inferops.sglang.known_good_info) reads it (manifest; live files compared with
         the copies kept, by checksum), into RV(known_good); empty reads none.
-    type: str
+    type: path
     default: ''
   args_check:
     description:
@@ -140,10 +140,10 @@ options:
     suboptions:
       python:
         description: The interpreter that runs the server (absolute path).
-        type: str
+        type: path
         required: true
       args:
-        description: The server arguments, in order (they may hold secrets; the result holds their digest only).
+        description: The server arguments, in order (they may hold secrets - masked in the result, which holds their digest only).
         type: list
         elements: str
         default: []
@@ -334,6 +334,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _args_check_cache as memo
 from ansible_collections.inferops.sglang.plugins.module_utils import _known_good, _rendered_files, _service_preflight
+from ansible_collections.inferops.sglang.plugins.module_utils._secrets import secret_values
 
 
 def read_unit(module, unit):
@@ -381,9 +382,9 @@ def main():
             devices=dict(type='bool', default=False),
             paths=dict(type='list', elements='path', default=[]),
             unit=dict(type='str', default=''),
-            known_good_dir=dict(type='str', default=''),
+            known_good_dir=dict(type='path', default=''),
             args_check=dict(type='dict', options=dict(
-                python=dict(type='str', required=True),
+                python=dict(type='path', required=True),
                 args=dict(type='list', elements='str', default=[]),
                 env_names=dict(type='list', elements='str', default=[]),
             )),
@@ -400,7 +401,12 @@ def main():
 
     seen = _service_preflight.observe(module.params, run)
     check = module.params['args_check']
-    args_check = memo.lookup(module.run_command, check['python'], check['args'], check['env_names']) if check else {}
+    args_check = {}
+    if check:
+        # Secret values among the arguments (--api-key) are masked in what the module returns, its invocation included.
+        module.no_log_values.update(secret_values(check['args']))
+        args_check = memo.lookup(lambda argv, **kwargs: module.run_command(argv, handle_exceptions=False, **kwargs),
+                                 check['python'], check['args'], check['env_names'])
     module.exit_json(changed=False, failures=_service_preflight.failures(seen, module.params),
                      unit=read_unit(module, module.params['unit']), args_check=args_check,
                      known_good=read_known_good(module, module.params['known_good_dir']), **seen)

@@ -82,3 +82,11 @@ def test_the_run_is_named_once_on_the_controller(name):
     task = named[0]
     assert task['run_once'] and task['delegate_to'] == 'localhost' and task['delegate_facts'] and not task['become']
     assert task['ansible.builtin.set_fact']['inferops_sglang_lock_owner']['playbook'] == 'inferops.sglang.' + name
+
+
+def test_status_takes_no_lock_whatever_the_inventory_sets():
+    """status.yml is read-only and gives no lock back: its facts call gets an empty facts_lock over the inventory's."""
+    text = yaml.safe_dump(plays('status'))
+    assert LOCK not in text
+    facts = [task for task in plays('status')[0]['tasks'][0]['block'] if task.get('name') == 'Gather the facts'][0]
+    assert facts['vars']['facts_lock'] == {}

@@ -256,7 +256,8 @@ def args_memo(plan, seen):
     """The command-line check's verdict the pre-flight's host read found in the check's memo (service_preflight_info,
     option args_check; issue 26), for exactly the check the plan asks - its interpreter (``command[0]``), ``argv_args``
     and ``sglang_env_names`` - when no check ran in this run yet (``seen['args_checked']``): the dict
-    server_args_check returns (``cached`` true), or {} (no lookup, no settled verdict, another check, a check ran).
+    server_args_check returns (``cached`` true), or {} (no lookup, no settled verdict, another check, a check ran, or
+    this run installs the wanted SGLang version: its own parser checks after the install).
     The role skips server_args_check where this is not empty."""
     seen = seen or {}
     checked, info = seen.get('args_checked'), seen.get('info')
@@ -264,7 +265,8 @@ def args_memo(plan, seen):
         return {}
     found = (info.get('args_check') if hasattr(info, 'get') and not info.get('skipped') else None) or {}
     result = found.get('result') if hasattr(found, 'get') else None
-    if not hasattr(result, 'get') or result.get('cached') is not True or not plan.get('command'):
+    # A version this run installs is checked by its own parser after the install (the venv read may be an older one).
+    if not hasattr(result, 'get') or result.get('cached') is not True or not plan.get('command') or plan.get('sglang_installs'):
         return {}
     asked = _args_check_cache.request_digest(plan['command'][0], plan['argv_args'], plan['sglang_env_names'])
     return dict(result) if found.get('request') == asked else {}

@@ -791,3 +791,16 @@ def test_a_memo_of_a_managed_version_leaves_out_the_names_it_does_not_read_as_th
     assert found['args_memo'] == verdict
     assert found['environment'] == checked['environment'] and 'SGLANG_OLD' not in found['environment']
     assert found['env_unread'] == ['SGLANG_OLD'] and found['sglang_env_names'] == checked['sglang_env_names']
+
+
+def test_a_version_this_run_installs_is_not_taken_from_the_memo():
+    """The venv read may be an older install of the wanted version (changed requirements): its own parser checks
+    after the install, so the memo of the old one does not count (its unread names would shape the environment)."""
+    env = {'SGLANG_OLD': '1'}
+    role = inputs(environment=env, sglang_version='sglang==0.5.10')
+    plan = service_plan(role, facts())
+    verdict = {'checked': True, 'valid': True, 'env_names_unread': ['SGLANG_OLD'], 'cached': True}
+    seen = dict(_memo_seen(plan, result=verdict), sglang_venv={'changed': True})
+    found = service_plan(role, facts(), seen)
+    assert found['sglang_installs'] is True and found['args_memo'] == {}
+    assert found['env_unread'] == [] and found['environment']['SGLANG_OLD'] == '1'

@@ -133,3 +133,26 @@ def test_args_check_looks_the_memo_up_and_returns_no_argument(tmp_path, capsys, 
     assert 'sk-secret' not in json.dumps(result)
     assert run_module({'working_directory': str(tmp_path)}, capsys)['args_check'] == {}
     assert len(asked) == 1
+
+
+def test_an_interpreter_that_does_not_start_leaves_the_read_whole(tmp_path, capsys):
+    """args_check with an interpreter that exists but cannot be started (a shebang to a missing program): the lookup
+    finds nothing and every other failure of the read is still returned (the check's own task says what is wrong)."""
+    broken = tmp_path / 'python3'
+    broken.write_text(u'#!/nonexistent/bin/python3\n')
+    broken.chmod(0o755)
+    result = run_module({'working_directory': str(tmp_path), 'model_paths': [str(tmp_path / 'no-model')],
+                         'args_check': {'python': str(broken), 'args': ['--api-key', 'sk-secret-1']}}, capsys)
+    assert not result.get('failed') and result['args_check']['result'] is None
+    assert any('no-model' in failure['message'] for failure in result['failures'])
+    assert 'sk-secret-1' not in json.dumps(result), 'secret argument values are masked, the invocation included'
+
+
+def test_paths_are_expanded_as_the_modules_that_own_them_expand_them(tmp_path, capsys, monkeypatch):
+    """known_good_dir and args_check.python are paths (~ and $VAR expanded), as known_good_info's dir and
+    server_args_check's python."""
+    monkeypatch.setenv('HOME', str(tmp_path))
+    (tmp_path / 'kg').mkdir()
+    (tmp_path / 'kg' / 'manifest.json').write_text(u'{"schema": 1, "source": "cutover", "files": []}')
+    result = run_module({'working_directory': str(tmp_path), 'known_good_dir': '~/kg'}, capsys)
+    assert result['known_good']['exists'] is True
