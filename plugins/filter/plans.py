@@ -28,6 +28,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils._plans.facts impor
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import replica_args
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.known_good import cutover_known_good, known_good_manifest
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.problems import preflight_message
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
 
 
 class FilterModule(object):
@@ -51,4 +52,5 @@ class FilterModule(object):
             'cuda_env_secrets': as_filter(cuda_env_secrets),
             'preflight_message': as_filter(preflight_message),
             'facts_summary': as_filter(facts_summary),
+            'service_steps': as_filter(service_steps),
         }

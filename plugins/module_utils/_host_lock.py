@@ -362,3 +362,31 @@ def take(path, run_id, controller, playbook, wait, timeout, check_mode=False, cl
     if stale:
         msg += ' Took over the stale lock of %s (%s).' % (describe_owner(stale, now), stale['reason'])
     return dict(out, changed=True, lock=result['owner'], stale=stale, waited=result['waited'], msg=msg, diff=taken)
+
+
+def lock_options():
+    """The lock's module options (AnsibleModule argument_spec entries): ``host_lock``'s, and ``host_facts``' ``lock``
+    suboptions - one spec, so that both take the same lock the same way."""
+    return dict(
+        run_id=dict(type='str', required=True),
+        controller=dict(type='str', default=''),
+        playbook=dict(type='str', default=''),
+        wait=dict(type='int', default=0),
+        timeout=dict(type='int', default=7200),
+        path=dict(type='path', default='/run/lock/inferops-sglang.lock'),
+    )
+
+
+def take_or_fail(module, params):
+    """``take`` for a module: its warnings given, the module failed naming the holder when another run holds the lock.
+
+    :param module: the AnsibleModule (its check mode is the take's). :param params: ``lock_options``' values.
+    :returns: ``take``'s dict less ``failed`` and ``warnings``. :raises OSError: as ``take``.
+    """
+    out = take(params['path'], params['run_id'], params['controller'], params['playbook'], params['wait'],
+               params['timeout'], check_mode=module.check_mode)
+    for warning in out.pop('warnings'):
+        module.warn(warning)
+    if out.pop('failed'):
+        module.fail_json(msg=out['msg'], lock=out['lock'], waited=out['waited'])
+    return out

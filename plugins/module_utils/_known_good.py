@@ -167,10 +167,11 @@ def free_space_text(path):
                                                                 info.f_blocks * info.f_frsize // mib)
 
 
-def read_store(store_dir, checksum):
+def read_store(store_dir, sha1):
     """The known-good store at STORE_DIR as ``known_good_info`` returns it (one home for the read, used by that module
     and by the service pre-flight's host read): dict ``exists`` (bool), ``manifest`` (dict, {} without one) and
-    ``differ`` (list of str, ``known_good_differ``'s). CHECKSUM as for ``known_good_differ``.
+    ``differ`` (list of str, ``known_good_differ``'s). SHA1: a callable path -> digest (``AnsibleModule.sha1``), called
+    for readable regular files only (any other path has no digest).
 
     :raises IOError, OSError: when the manifest cannot be read. :raises ValueError: when it is not a manifest
         (``parse_known_good_manifest``'s message).
@@ -181,4 +182,7 @@ def read_store(store_dir, checksum):
         return {'exists': False, 'manifest': {}, 'differ': []}
     with open(manifest_path, 'r') as handle:
         manifest = parse_known_good_manifest(handle.read(), manifest_path)
+
+    def checksum(path):
+        return sha1(path) if os.path.isfile(path) and os.access(path, os.R_OK) else None
     return {'exists': True, 'manifest': manifest, 'differ': known_good_differ(manifest.get('files', []), store, checksum)}

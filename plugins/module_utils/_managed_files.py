@@ -203,18 +203,24 @@ def _attributes_match(seen, spec):
     return wanted_mode is not None and octal_mode(seen.get('mode')) == wanted_mode
 
 
-def rendered_current(wanted, seen):
+def rendered_current(wanted, seen, unit=None):
     """Whether the module service_files, given ``wanted``, would change nothing, judged from ``seen`` (read before).
 
     Conservative (see the module's docstring): a path ``seen`` lacks, a file it could not read, a symbolic mode or
     an owner not known yet (Ansible's omit placeholder) all count as not current.
 
     :param wanted: service_files' options: ``{'directories': [{'path', 'owner', 'group', 'mode'}], 'files': [{'path',
-        'content' (str) or 'state': 'absent', 'owner', 'group', 'mode'}]}`` (missing keys: none).
+        'content' (str) or 'state': 'absent', 'owner', 'group', 'mode'}], 'enabled': bool}`` (missing keys: none).
     :param seen: ``{path: path_state(path)}``.
+    :param unit: with ``enabled`` wanted, the unit as read (service_preflight_info's ``unit``: ``enabled`` bool); a
+        unit not read (None, {}) counts as not current.
     :returns: bool.
     """
     seen = seen if hasattr(seen, 'get') else {}
+    if 'enabled' in wanted:
+        read = unit.get('enabled') if hasattr(unit, 'get') else None
+        if not isinstance(read, bool) or read != bool(wanted['enabled']):
+            return False
     for spec in wanted.get('directories') or []:
         state = seen.get(spec.get('path'))
         if not state or state.get('kind') != 'directory' or not _attributes_match(state, spec):

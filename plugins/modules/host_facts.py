@@ -1391,15 +1391,10 @@ def _take_lock(module, lock):
         module.fail_json(msg='lock.wait must be 0 or more and lock.timeout more than 0 seconds (got wait=%s, timeout=%s)'
                          % (lock['wait'], lock['timeout']))
     try:
-        out = _host_lock.take(lock['path'], lock['run_id'], lock['controller'], lock['playbook'], lock['wait'],
-                              lock['timeout'], check_mode=module.check_mode)
+        out = _host_lock.take_or_fail(module, lock)
     except (IOError, OSError) as exc:
         module.fail_json(msg='The lock %s could not be taken (%s): run as root (become).' % (lock['path'], exc))
-    for warning in out.pop('warnings'):
-        module.warn(warning)
     out.pop('diff')
-    if out.pop('failed'):
-        module.fail_json(msg=out['msg'], lock=out['lock'], waited=out['waited'])
     return out
 
 
@@ -1417,14 +1412,7 @@ def main():
             host=dict(type='str', required=False, default='127.0.0.1'),
             port=dict(type='int', required=False, default=30000),
             probe_timeout=dict(type='float', required=False, default=10),
-            lock=dict(type='dict', required=False, options=dict(
-                run_id=dict(type='str', required=True),
-                controller=dict(type='str', default=''),
-                playbook=dict(type='str', default=''),
-                wait=dict(type='int', default=0),
-                timeout=dict(type='int', default=7200),
-                path=dict(type='path', default='/run/lock/inferops-sglang.lock'),
-            )),
+            lock=dict(type='dict', required=False, options=_host_lock.lock_options()),
         ),
         supports_check_mode=True,
     )

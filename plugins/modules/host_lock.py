@@ -136,15 +136,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils import _host_lock
 
 
 def argument_spec():
-    return dict(
-        state=dict(type='str', choices=['present', 'absent'], default='present'),
-        run_id=dict(type='str', required=True),
-        controller=dict(type='str', default=''),
-        playbook=dict(type='str', default=''),
-        wait=dict(type='int', default=0),
-        timeout=dict(type='int', default=7200),
-        path=dict(type='path', default='/run/lock/inferops-sglang.lock'),
-    )
+    return dict(state=dict(type='str', choices=['present', 'absent'], default='present'), **_host_lock.lock_options())
 
 
 def _diff(before, after):
@@ -152,12 +144,7 @@ def _diff(before, after):
 
 
 def _present(module, params):
-    out = _host_lock.take(params['path'], params['run_id'], params['controller'], params['playbook'], params['wait'],
-                          params['timeout'], check_mode=module.check_mode)
-    for warning in out.pop('warnings'):
-        module.warn(warning)
-    if out.pop('failed'):
-        module.fail_json(msg=out['msg'], lock=out['lock'], waited=out['waited'])
+    out = _host_lock.take_or_fail(module, params)
     if out['diff'] is None:
         out.pop('diff')
     module.exit_json(**out)

@@ -90,14 +90,9 @@ def main():
         supports_check_mode=True,
     )
 
-    def checksum(path):
-        if os.path.isfile(path) and os.access(path, os.R_OK):
-            return module.sha1(path)
-        return None
-
     # a save interrupted between its two renames left the old store beside the directory: that one is read
     try:
-        store = _known_good.read_store(module.params['dir'], checksum)
+        store = _known_good.read_store(module.params['dir'], module.sha1)
     except (IOError, OSError) as exc:
         module.fail_json(msg='Could not read %s (%s): run as root (become), which the known-good store needs'
                          % (os.path.join(_known_good.readable_store(module.params['dir']), _known_good.MANIFEST), exc))

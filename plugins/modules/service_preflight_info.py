@@ -328,8 +328,6 @@ disk:
   sample: {"path": "/root", "free_kib": 52428800}
 '''
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _args_check_cache as memo
@@ -353,11 +351,8 @@ def read_known_good(module, directory):
     """RV(known_good): the store as known_good_info reads it; {} without DIRECTORY or when it cannot be read."""
     if not directory:
         return {}
-
-    def checksum(path):
-        return module.sha1(path) if os.path.isfile(path) and os.access(path, os.R_OK) else None
     try:
-        return _known_good.read_store(directory, checksum)
+        return _known_good.read_store(directory, module.sha1)
     except (IOError, OSError, ValueError):
         return {}
 

@@ -28,6 +28,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils._server_args impor
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline, identity
 from ansible_collections.inferops.sglang.plugins.module_utils._sglang_venvs import sglang_requirement
 from ansible_collections.inferops.sglang.plugins.module_utils._writers.problems import service_unwritable
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import ran
 
 # The names of the checks (printed in brackets in front of their messages; one troubleshooting entry each).
 CHECK_INIT = 'Check the init system'
@@ -68,10 +69,7 @@ def _inputs(raw):
 
 def _seen_result(seen, key):
     """A registered result of ``seen`` as a dict: {} when absent, None or skipped."""
-    found = (seen or {}).get(key)
-    if not hasattr(found, 'get') or found.get('skipped'):
-        return {}
-    return found
+    return ran((seen or {}).get(key))
 
 
 def _abs(path):

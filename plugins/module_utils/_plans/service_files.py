@@ -16,6 +16,9 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.inferops.sglang.plugins.module_utils._sandbox import security_exposure
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import ran
+
 # The modules the server's logging configuration imports, as the service role installs them into LOG_MODULE_DIR.
 LOG_MODULES = ('inferops_sglang_log.py', 'inferops_sglang_secrets.py')
 
@@ -55,3 +58,26 @@ def rendered_paths(inp, plan):
             + [os.path.dirname(inp['env_file']), log_dir, inp['env_file'], plan['log_config_file']]
             + ['%s/%s' % (log_dir, name) for name in LOG_MODULES] + [inp['config_file']]
             + [entry['src'] for entry in plan['files']])
+
+
+def service_steps(manager, env_files, config_file, manager_files, unit_read=None):
+    """What the service role's change steps saw, for its declared output ``inferops_sglang_service`` (filter
+    ``service_steps``; the plan's ``output`` holds the rest).
+
+    :param manager: ``systemd`` or ``supervisord``.
+    :param env_files: the registered result of the environment/logging write (service_files; skipped on a converged
+        host). :param config_file: the secret ``--config`` file's (ansible.builtin.template).
+    :param manager_files: the unit's write (service_files with ``exposure: true``), or the supervisord program's.
+    :param unit_read: the pre-flight read's ``unit`` (``exposure``: ``systemd-analyze security`` output), which stands
+        for the unit's write where that was skipped (the unit was as rendered: the same measure it would have returned).
+    :returns: dict - ``exposure``: ``{'before', 'after'}``, each ``security_exposure``'s ``{'score', 'level'}`` or
+        None, under systemd ({} under supervisord); ``changed``: bool, whether a file the server reads changed (the
+        environment or logging files, the secret ``--config`` file, the unit or program; not a directory).
+    """
+    env_files, config_file, written = ran(env_files), ran(config_file), ran(manager_files)
+    exposure = {}
+    if manager == 'systemd':
+        measured = written or {'exposure': {'before': (unit_read or {}).get('exposure') or '', 'after': None}}
+        exposure = {'before': security_exposure(measured, 'before'), 'after': security_exposure(measured, 'after')}
+    changed = bool(env_files.get('files_changed') or config_file.get('changed') or written.get('files_changed'))
+    return {'exposure': exposure, 'changed': changed}

@@ -21,6 +21,7 @@ __metaclass__ = type
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _args_check_cache, _model_config, _network, _server_args
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import ran
 
 CHECK_NCCL_PORT = "Check that nothing but the SGLang server being replaced holds the NCCL port"
 CHECK_SOCKET_IFNAME = "Check the interface the replica's Gloo and NCCL use"
@@ -260,11 +261,10 @@ def args_memo(plan, seen):
     this run installs the wanted SGLang version: its own parser checks after the install).
     The role skips server_args_check where this is not empty."""
     seen = seen or {}
-    checked, info = seen.get('args_checked'), seen.get('info')
-    if hasattr(checked, 'get') and not checked.get('skipped'):
+    if ran(seen.get('args_checked')):
         return {}
-    found = (info.get('args_check') if hasattr(info, 'get') and not info.get('skipped') else None) or {}
-    result = found.get('result') if hasattr(found, 'get') else None
+    found = ran(ran(seen.get('info')).get('args_check'))
+    result = found.get('result')
     # A version this run installs is checked by its own parser after the install (the venv read may be an older one).
     if not hasattr(result, 'get') or result.get('cached') is not True or not plan.get('command') or plan.get('sglang_installs'):
         return {}

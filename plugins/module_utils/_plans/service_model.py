@@ -20,6 +20,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.inferops.sglang.plugins.module_utils import _model_config
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import ran
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
 
 CHECK_DISAGG = 'Refuse prefill/decode (disaggregation) servers (not supported yet)'
@@ -34,8 +35,7 @@ def _word(value):
 
 def _host_reads(seen):
     """service_preflight_info's result in ``seen`` (``info``), {} when not read."""
-    found = (seen or {}).get('info')
-    return found if hasattr(found, 'get') and not found.get('skipped') else {}
+    return ran((seen or {}).get('info'))
 
 
 def server_arg(plan, *names):

@@ -17,6 +17,12 @@ def as_dict(value):
     return dict(value) if hasattr(value, 'items') else {}
 
 
+def ran(result):
+    """A registered task result that ran, as it is; {} for one that was skipped, or for None, undefined or anything
+    that is no mapping (a task not reached)."""
+    return result if hasattr(result, 'get') and not result.get('skipped') else {}
+
+
 def truth(value):
     """Ansible's truth rule (the ``bool`` filter): True, 1, 'yes', 'on', 'true', 't', 'y', '1' (any case, text
     stripped) are true; anything else - None, 'false', '', 2 - is false, and so is a list or mapping. Values templated as text on ansible-core

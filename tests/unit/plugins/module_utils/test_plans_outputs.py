@@ -24,6 +24,7 @@ import yaml
 from ansible_collections.inferops.sglang.plugins.module_utils import _operations
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import cutover as cutover_plan
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import outputs
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import service_files
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 NAME = re.compile(r'\binferops_sglang_[a-z0-9_]+')
@@ -120,10 +121,12 @@ def _service_plan_keys():
 
 
 def _service_steps_keys():
+    """The keys the filter service_steps adds to the plan's output (the publish task combines the two)."""
     with open(os.path.join(ROOT, 'roles', 'service', 'tasks', 'main.yml')) as handle:
         tasks = yaml.safe_load(handle)
     task = [t for t in tasks if 'inferops_sglang_service' in (t.get('ansible.builtin.set_fact') or {})][0]
-    return set(task['vars']['__service_seen_by_steps'])
+    assert 'inferops.sglang.service_steps(' in task['vars']['__service_steps']
+    return set(service_files.service_steps('systemd', {}, {}, {}, {}))
 
 
 def _computed_keys():

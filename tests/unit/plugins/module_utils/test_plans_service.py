@@ -804,3 +804,43 @@ def test_a_version_this_run_installs_is_not_taken_from_the_memo():
     found = service_plan(role, facts(), seen)
     assert found['sglang_installs'] is True and found['args_memo'] == {}
     assert found['env_unread'] == [] and found['environment']['SGLANG_OLD'] == '1'
+
+
+# ---- what the change steps saw (filter service_steps) -----------------------------------------------------------------
+
+EXPOSED = 'Overall exposure level for sglang.service: 9.6 UNSAFE\n'
+CONFINED = 'Overall exposure level for sglang.service: 4.2 OK\n'
+SKIPPED = {'skipped': True, 'changed': False}
+
+
+def test_a_converged_host_publishes_the_exposure_its_read_measured_and_no_change():
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
+    steps = service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, {'exposure': CONFINED, 'enabled': True})
+    assert steps == {'exposure': {'before': {'score': 4.2, 'level': 'OK'}, 'after': {'score': 4.2, 'level': 'OK'}},
+                     'changed': False}
+    # The same as the unit's write returns when nothing changed (the call the skip saves).
+    written = {'files_changed': False, 'exposure': {'before': CONFINED, 'after': None}}
+    assert service_steps('systemd', SKIPPED, SKIPPED, written, {}) == steps
+    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, {})['exposure'] == {'before': None, 'after': None}
+
+
+@pytest.mark.parametrize('env,config,unit,changed', [
+    ({'files_changed': True}, SKIPPED, SKIPPED, True),
+    ({'files_changed': False, 'changed': True}, SKIPPED, SKIPPED, False),  # a directory handed over: no file changed
+    (SKIPPED, {'changed': True}, SKIPPED, True),
+    (SKIPPED, SKIPPED, {'files_changed': True, 'exposure': {'before': EXPOSED, 'after': CONFINED}}, True),
+    (None, None, None, False)])
+def test_changed_is_a_file_the_server_reads(env, config, unit, changed):
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
+    assert service_steps('systemd', env, config, unit, {'exposure': ''})['changed'] is changed
+
+
+def test_a_new_unit_is_measured_before_and_after_and_supervisord_has_no_exposure():
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
+    unit = {'files_changed': True, 'exposure': {'before': EXPOSED, 'after': CONFINED}}
+    assert service_steps('systemd', SKIPPED, SKIPPED, unit, {})['exposure'] == {
+        'before': {'score': 9.6, 'level': 'UNSAFE'}, 'after': {'score': 4.2, 'level': 'OK'}}
+    checked = {'files_changed': True, 'exposure': {'before': EXPOSED, 'after': None}}  # check mode: not written
+    assert service_steps('systemd', SKIPPED, SKIPPED, checked, {})['exposure']['after'] is None
+    program = {'files_changed': True}
+    assert service_steps('supervisord', SKIPPED, SKIPPED, program, {}) == {'exposure': {}, 'changed': True}

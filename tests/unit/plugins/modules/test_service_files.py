@@ -429,6 +429,19 @@ def test_rendered_current_is_conservative(tmp_path):
     assert _managed_files.rendered_current({}, {}) is True
 
 
+@pytest.mark.parametrize('wanted_enabled,unit,current', [
+    (True, {'enabled': True}, True), (False, {'enabled': False}, True), (True, {'enabled': False}, False),
+    (False, {'enabled': True}, False), (True, {}, False), (True, None, False), (True, {'enabled': 'enabled'}, False)])
+def test_rendered_current_with_the_units_enablement(tmp_path, wanted_enabled, unit, current):
+    """enabled in wanted (service_files' option): the unit as read must be enabled for boot as wanted; a unit not read
+    (or read as anything but a bool) is not current, whatever the files say."""
+    wanted = _tree(tmp_path)
+    paths = [d['path'] for d in wanted['directories']] + [f['path'] for f in wanted['files']]
+    seen = dict((path, _managed_files.path_state(path)) for path in paths)
+    assert _managed_files.rendered_current(dict(wanted, enabled=wanted_enabled), seen, unit) is current
+    assert _managed_files.rendered_current(wanted, seen, unit) is True  # no enabled wanted: the unit is not looked at
+
+
 def test_path_state(tmp_path):
     assert _managed_files.path_state(str(tmp_path / 'none')) == {'exists': False}
     target = tmp_path / 'f'
