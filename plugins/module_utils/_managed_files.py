@@ -22,6 +22,8 @@ import pwd
 import re
 import stat
 
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import truth
+
 # A managed block of this collection in a text file (any of its markers), as the cuda_env role writes it.
 MANAGED_BLOCK = re.compile(r'(?s)# BEGIN inferops\.sglang managed block.*?# END inferops\.sglang managed block[^\n]*\n?')
 
@@ -219,7 +221,8 @@ def rendered_current(wanted, seen, unit=None):
     seen = seen if hasattr(seen, 'get') else {}
     if 'enabled' in wanted:
         read = unit.get('enabled') if hasattr(unit, 'get') else None
-        if not isinstance(read, bool) or read != bool(wanted['enabled']):
+        # Ansible's truth rule, as service_files reads its own enabled ('no' is false).
+        if not isinstance(read, bool) or read != truth(wanted['enabled']):
             return False
     for spec in wanted.get('directories') or []:
         state = seen.get(spec.get('path'))

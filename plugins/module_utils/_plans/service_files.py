@@ -17,7 +17,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.inferops.sglang.plugins.module_utils._sandbox import security_exposure
-from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import ran
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict, ran
 
 # The modules the server's logging configuration imports, as the service role installs them into LOG_MODULE_DIR.
 LOG_MODULES = ('inferops_sglang_log.py', 'inferops_sglang_secrets.py')
@@ -77,7 +77,7 @@ def service_steps(manager, env_files, config_file, manager_files, unit_read=None
     env_files, config_file, written = ran(env_files), ran(config_file), ran(manager_files)
     exposure = {}
     if manager == 'systemd':
-        measured = written or {'exposure': {'before': (unit_read or {}).get('exposure') or '', 'after': None}}
+        measured = written or {'exposure': {'before': as_dict(unit_read).get('exposure') or '', 'after': None}}
         exposure = {'before': security_exposure(measured, 'before'), 'after': security_exposure(measured, 'after')}
     changed = bool(env_files.get('files_changed') or config_file.get('changed') or written.get('files_changed'))
     return {'exposure': exposure, 'changed': changed}

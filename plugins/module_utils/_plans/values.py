@@ -18,9 +18,9 @@ def as_dict(value):
 
 
 def ran(result):
-    """A registered task result that ran, as it is; {} for one that was skipped, or for None, undefined or anything
-    that is no mapping (a task not reached)."""
-    return result if hasattr(result, 'get') and not result.get('skipped') else {}
+    """A registered task result that ran, as it is; {} for one that was skipped (Ansible's truth rule), or for None or
+    anything that is no mapping (a task not reached, passed as none)."""
+    return result if hasattr(result, 'get') and not truth(result.get('skipped')) else {}
 
 
 def truth(value):

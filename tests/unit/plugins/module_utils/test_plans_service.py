@@ -844,3 +844,8 @@ def test_a_new_unit_is_measured_before_and_after_and_supervisord_has_no_exposure
     assert service_steps('systemd', SKIPPED, SKIPPED, checked, {})['exposure']['after'] is None
     program = {'files_changed': True}
     assert service_steps('supervisord', SKIPPED, SKIPPED, program, {}) == {'exposure': {}, 'changed': True}
+
+
+def test_a_unit_read_that_is_no_mapping_counts_as_not_read():
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
+    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, 'oops')['exposure'] == {'before': None, 'after': None}

@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import pytest
 
+from ansible_collections.inferops.sglang.plugins.module_utils._plans import values
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict, truth
 
 
@@ -26,3 +27,10 @@ def test_as_dict_copies_a_mapping_and_takes_anything_else_as_empty():
     copy = as_dict(source)
     assert copy == source and copy is not source
     assert as_dict(None) == {} and as_dict('text') == {} and as_dict([('a', 1)]) == {}
+
+
+def test_ran_is_a_result_that_ran():
+    assert values.ran({'changed': True}) == {'changed': True}
+    assert values.ran({'skipped': True, 'changed': False}) == {}
+    assert values.ran({'skipped': 'false', 'changed': True}) == {'skipped': 'false', 'changed': True}
+    assert values.ran(None) == {} and values.ran('text') == {} and values.ran([1]) == {}

@@ -453,3 +453,10 @@ def test_path_state(tmp_path):
     os.symlink(str(target), str(tmp_path / 'link'))
     assert _managed_files.path_state(str(tmp_path / 'link'))['kind'] == 'other'
     assert _managed_files.path_state(str(tmp_path))['kind'] == 'directory'
+
+
+@pytest.mark.parametrize('text,read,current', [('no', True, False), ('false', True, False), ('0', False, True),
+                                               ('yes', True, True), ('True', False, False)])
+def test_rendered_current_reads_enabled_as_the_module_does(tmp_path, text, read, current):
+    """enabled given as text (service_files' own option takes 'no'): Ansible's truth rule, never Python's bool()."""
+    assert _managed_files.rendered_current({'enabled': text}, {}, {'enabled': read}) is current
