@@ -293,11 +293,14 @@ unit:
   description:
     - The O(unit) as systemd has it now - C(enabled_now), what C(systemctl is-enabled) printed (empty when it printed
       nothing); C(enabled), whether that counts as enabled (as for M(inferops.sglang.service_files)); C(exposure), the
-      output of C(systemd-analyze security --no-pager) (empty without systemd-analyze). Empty without O(unit) or
-      C(systemctl).
+      output of C(systemd-analyze security --no-pager) (empty without systemd-analyze); C(status), the unit's
+      C(LoadState), C(ActiveState), C(SubState), C(MainPID) and C(NRestarts) as C(systemctl show) prints them (text,
+      the names M(ansible.builtin.systemd_service) returns in its C(status)), empty when systemctl fails or the unit is
+      not loaded. Empty without O(unit) or C(systemctl).
   returned: always
   type: dict
-  sample: {"name": "sglang.service", "enabled_now": "enabled", "enabled": true, "exposure": "...Overall exposure level for sglang.service: 4.2 OK"}
+  sample: {"name": "sglang.service", "enabled_now": "enabled", "enabled": true, "exposure": "...Overall exposure level for sglang.service: 4.2 OK",
+           "status": {"LoadState": "loaded", "ActiveState": "active", "SubState": "running", "MainPID": "4242", "NRestarts": "0"}}
 known_good:
   description:
     - With O(known_good_dir), the store as M(inferops.sglang.known_good_info) returns it - C(exists), C(manifest),
@@ -343,8 +346,25 @@ def read_unit(module, unit):
     rc, out, dummy_err = module.run_command([systemctl, 'is-enabled', unit], check_rc=False)
     analyze = module.get_bin_path('systemd-analyze')
     exposure = module.run_command([analyze, 'security', '--no-pager', unit], check_rc=False)[1] if analyze else ''
+    shown = module.run_command([systemctl, 'show', '--property=' + ','.join(STATUS_PROPERTIES), unit], check_rc=False)
     return {'name': unit, 'enabled_now': (out or '').strip(), 'enabled': _rendered_files.is_enabled(rc, out),
-            'exposure': exposure or ''}
+            'exposure': exposure or '', 'status': unit_status(shown[0], shown[1])}
+
+
+# The properties of RV(unit.status), as ansible.builtin.systemd_service's status names them.
+STATUS_PROPERTIES = ('LoadState', 'ActiveState', 'SubState', 'MainPID', 'NRestarts')
+
+
+def unit_status(rc, out):
+    """RV(unit.status) from C(systemctl show --property=...)'s exit status RC and output OUT (NAME=VALUE lines): the
+    properties of STATUS_PROPERTIES, as text; {} when systemctl failed, a property is missing, or the unit is not loaded
+    (a unit systemd does not know has no status to keep)."""
+    if rc != 0:
+        return {}
+    status = dict(line.split('=', 1) for line in (out or '').splitlines() if '=' in line)
+    if any(name not in status for name in STATUS_PROPERTIES) or status['LoadState'] != 'loaded':
+        return {}
+    return dict((name, status[name]) for name in STATUS_PROPERTIES)
 
 
 def read_known_good(module, directory):

@@ -65,6 +65,7 @@ _SERVICE_KEYS = {
     'secret_files': ('list', 'files holding secrets (src, mode, owner, group)'),
     'exposure': ('dict', "systemd-analyze security's exposure, before and after (entry point deployed - as recorded)"),
     'changed': ('bool', 'whether a rendered file changed'),
+    'unit_status': ('dict', "the unit's status read by the pre-flight where nothing since could change it, else {}"),
     'deployed': ('bool', 'true from the entry point deployed (nothing rendered: the deployed command line)'),
 }
 

@@ -60,7 +60,7 @@ def rendered_paths(inp, plan):
             + [entry['src'] for entry in plan['files']])
 
 
-def service_steps(manager, env_files, config_file, manager_files, unit_read=None):
+def service_steps(manager, env_files, config_file, manager_files, unit_read=None, installed=False):
     """What the service role's change steps saw, for its declared output ``inferops_sglang_service`` (filter
     ``service_steps``; the plan's ``output`` holds the rest).
 
@@ -68,16 +68,25 @@ def service_steps(manager, env_files, config_file, manager_files, unit_read=None
     :param env_files: the registered result of the environment/logging write (service_files; skipped on a converged
         host). :param config_file: the secret ``--config`` file's (ansible.builtin.template).
     :param manager_files: the unit's write (service_files with ``exposure: true``), or the supervisord program's.
-    :param unit_read: the pre-flight read's ``unit`` (``exposure``: ``systemd-analyze security`` output), which stands
-        for the unit's write where that was skipped (the unit was as rendered: the same measure it would have returned).
+    :param unit_read: the pre-flight read's ``unit`` (``exposure``: ``systemd-analyze security`` output; ``status``:
+        the unit's ``ActiveState``, ``MainPID``, ... as ``systemctl show`` printed them), which stands for the unit's
+        write where that was skipped (the unit was as rendered: the same measure it would have returned).
+    :param installed: whether this run installed an SGLang version (``python_venv``; minutes may have passed since the
+        read).
     :returns: dict - ``exposure``: ``{'before', 'after'}``, each ``security_exposure``'s ``{'score', 'level'}`` or
         None, under systemd ({} under supervisord); ``changed``: bool, whether a file the server reads changed (the
-        environment or logging files, the secret ``--config`` file, the unit or program; not a directory).
+        environment or logging files, the secret ``--config`` file, the unit or program; not a directory);
+        ``unit_status``: the read's ``status`` where it still stands - under systemd, when no file the server reads
+        changed, the unit's write was skipped and nothing was installed (a converged host: seconds of the controller's
+        own work since the read, nothing handed to systemd), so the cutover need not read it again; else {} (the
+        cutover reads the unit's status itself).
     """
     env_files, config_file, written = ran(env_files), ran(config_file), ran(manager_files)
-    exposure = {}
+    exposure, unit_status = {}, {}
+    changed = bool(env_files.get('files_changed') or config_file.get('changed') or written.get('files_changed'))
     if manager == 'systemd':
         measured = written or {'exposure': {'before': as_dict(unit_read).get('exposure') or '', 'after': None}}
         exposure = {'before': security_exposure(measured, 'before'), 'after': security_exposure(measured, 'after')}
-    changed = bool(env_files.get('files_changed') or config_file.get('changed') or written.get('files_changed'))
-    return {'exposure': exposure, 'changed': changed}
+        if not (changed or written or installed):
+            unit_status = dict(as_dict(as_dict(unit_read).get('status')))
+    return {'exposure': exposure, 'changed': changed, 'unit_status': unit_status}

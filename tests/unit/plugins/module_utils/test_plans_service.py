@@ -817,7 +817,7 @@ def test_a_converged_host_publishes_the_exposure_its_read_measured_and_no_change
     from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
     steps = service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, {'exposure': CONFINED, 'enabled': True})
     assert steps == {'exposure': {'before': {'score': 4.2, 'level': 'OK'}, 'after': {'score': 4.2, 'level': 'OK'}},
-                     'changed': False}
+                     'changed': False, 'unit_status': {}}
     # The same as the unit's write returns when nothing changed (the call the skip saves).
     written = {'files_changed': False, 'exposure': {'before': CONFINED, 'after': None}}
     assert service_steps('systemd', SKIPPED, SKIPPED, written, {}) == steps
@@ -843,7 +843,42 @@ def test_a_new_unit_is_measured_before_and_after_and_supervisord_has_no_exposure
     checked = {'files_changed': True, 'exposure': {'before': EXPOSED, 'after': None}}  # check mode: not written
     assert service_steps('systemd', SKIPPED, SKIPPED, checked, {})['exposure']['after'] is None
     program = {'files_changed': True}
-    assert service_steps('supervisord', SKIPPED, SKIPPED, program, {}) == {'exposure': {}, 'changed': True}
+    assert service_steps('supervisord', SKIPPED, SKIPPED, program, {}) == {'exposure': {}, 'changed': True, 'unit_status': {}}
+
+
+STATUS = {'LoadState': 'loaded', 'ActiveState': 'active', 'SubState': 'running', 'MainPID': '4242', 'NRestarts': '0'}
+
+
+def test_a_converged_host_hands_the_status_its_read_found_to_the_cutover():
+    """unit_status: the pre-flight read's status stands where nothing was written or installed since (the cutover then
+    reads none)."""
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
+    read = {'exposure': CONFINED, 'enabled': True, 'status': STATUS}
+    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, read)['unit_status'] == STATUS
+    # The secret --config file's template runs every time: unchanged, it hands nothing to systemd.
+    assert service_steps('systemd', SKIPPED, {'changed': False}, SKIPPED, read)['unit_status'] == STATUS
+    # A directory handed over changes no file the server reads.
+    assert service_steps('systemd', {'files_changed': False, 'changed': True}, SKIPPED, SKIPPED, read)['unit_status'] == STATUS
+
+
+@pytest.mark.parametrize('env,config,unit,installed', [
+    ({'files_changed': True}, SKIPPED, SKIPPED, False),         # the environment file changed
+    (SKIPPED, {'changed': True}, SKIPPED, False),               # the --config file changed
+    (SKIPPED, SKIPPED, {'files_changed': False, 'exposure': {'before': CONFINED, 'after': None}}, False),  # written (enabled)
+    (SKIPPED, SKIPPED, {'files_changed': True, 'exposure': {'before': CONFINED, 'after': CONFINED}}, False),
+    (SKIPPED, SKIPPED, SKIPPED, True)])                         # a new SGLang venv: minutes may have passed
+def test_the_cutover_reads_the_status_itself_after_any_step_that_ran(env, config, unit, installed):
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
+    read = {'exposure': CONFINED, 'enabled': True, 'status': STATUS}
+    assert service_steps('systemd', env, config, unit, read, installed)['unit_status'] == {}
+
+
+def test_no_status_under_supervisord_or_from_a_read_without_one():
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
+    read = {'exposure': CONFINED, 'enabled': True, 'status': STATUS}
+    assert service_steps('supervisord', SKIPPED, SKIPPED, SKIPPED, read)['unit_status'] == {}
+    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, {'exposure': CONFINED})['unit_status'] == {}
+    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, {'status': 'active'})['unit_status'] == {}
 
 
 def test_a_unit_read_that_is_no_mapping_counts_as_not_read():

@@ -99,6 +99,8 @@ def test_paths_and_unit_are_read_for_a_converged_host(tmp_path, capsys, monkeypa
             return 0, 'enabled\n', ''
         if argv[1] == 'security':
             return 0, 'Overall exposure level for sglang.service: 4.2 OK\n', ''
+        if argv[1] == 'show':
+            return 0, 'LoadState=loaded\nActiveState=active\nSubState=running\nMainPID=4242\nNRestarts=0\n', ''
         return 0, '', ''
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda module, name, *a, **kw: '/usr/bin/' + name)
@@ -107,8 +109,11 @@ def test_paths_and_unit_are_read_for_a_converged_host(tmp_path, capsys, monkeypa
     assert result['paths'][str(tmp_path / 'sglang.env')]['kind'] == 'file'
     assert result['paths'][str(tmp_path / 'none')] == {'exists': False}
     assert result['unit'] == {'name': 'sglang.service', 'enabled_now': 'enabled', 'enabled': True,
-                              'exposure': 'Overall exposure level for sglang.service: 4.2 OK\n'}
+                              'exposure': 'Overall exposure level for sglang.service: 4.2 OK\n',
+                              'status': {'LoadState': 'loaded', 'ActiveState': 'active', 'SubState': 'running',
+                                         'MainPID': '4242', 'NRestarts': '0'}}
     assert ['is-enabled', 'sglang.service'] in calls
+    assert ['show', '--property=LoadState,ActiveState,SubState,MainPID,NRestarts', 'sglang.service'] in calls
     assert run_module({'working_directory': str(tmp_path)}, capsys)['unit'] == {}
 
 
@@ -156,3 +161,17 @@ def test_paths_are_expanded_as_the_modules_that_own_them_expand_them(tmp_path, c
     (tmp_path / 'kg' / 'manifest.json').write_text(u'{"schema": 1, "source": "cutover", "files": []}')
     result = run_module({'working_directory': str(tmp_path), 'known_good_dir': '~/kg'}, capsys)
     assert result['known_good']['exists'] is True
+
+
+@pytest.mark.parametrize('rc,out,status', [
+    (0, 'LoadState=loaded\nActiveState=failed\nSubState=failed\nMainPID=0\nNRestarts=5\n',
+     {'LoadState': 'loaded', 'ActiveState': 'failed', 'SubState': 'failed', 'MainPID': '0', 'NRestarts': '5'}),
+    (0, 'LoadState=not-found\nActiveState=inactive\nSubState=dead\nMainPID=0\nNRestarts=0\n', {}),  # no such unit
+    (0, 'LoadState=loaded\nActiveState=active\nSubState=running\nMainPID=7\n', {}),  # a systemd without NRestarts
+    (1, 'LoadState=loaded\nActiveState=active\nSubState=running\nMainPID=7\nNRestarts=0\n', {}),
+    (0, '', {})])
+def test_the_units_status_is_kept_only_when_systemd_knows_the_unit_and_said_everything(rc, out, status):
+    """unit.status (service_preflight_info.unit_status): the cutover takes it instead of reading the unit again, so
+    anything short of a whole answer about a loaded unit is no status (the cutover then reads it itself)."""
+    from ansible_collections.inferops.sglang.plugins.modules.service_preflight_info import unit_status
+    assert unit_status(rc, out) == status
