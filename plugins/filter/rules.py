@@ -98,6 +98,7 @@ class FilterModule(object):
             'gpus_needed': as_filter(cmdline.gpus_needed, 'gpus_needed'),
             'server_settings': as_filter(_complete_settings, 'server_settings'),
             'service_active': as_filter(_supervisors.service_active, 'service_active'),
+            'systemd_reading': as_filter(_supervisors.systemd_reading, 'systemd_reading'),
             'sandbox_directives': as_filter(_sandbox.sandbox_directives, 'sandbox_directives'),
             'cache_environment': as_filter(_sandbox.cache_environment, 'cache_environment'),
             'gpu_device_access': as_filter(_sandbox.gpu_device_access, 'gpu_device_access'),

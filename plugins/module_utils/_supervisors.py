@@ -53,6 +53,25 @@ def service_active(state, manager):
     raise ValueError('manager must be one of %s, not %r' % (', '.join(MANAGERS), manager))
 
 
+def systemd_reading(status):
+    """The cutover's reading of a systemd unit (``__cutover_mgr``) from its properties.
+
+    :param status: dict - ``ActiveState``, ``MainPID`` and ``NRestarts`` (text or int, as
+        ``ansible.builtin.systemd_service`` returns them in ``status``, or ``service_preflight_info``'s ``unit.status``);
+        a missing ``MainPID`` or ``NRestarts`` counts as 0 (NRestarts is systemd 235 and later), a missing
+        ``ActiveState`` as ``inactive``.
+    :returns: dict - ``active`` (bool, :func:`service_active`), ``state`` (the ActiveState), ``pid`` and ``restarts``
+        (int), ``baseline`` (``{'MainPID', 'NRestarts'}``, ints: what ``server_health`` compares with while it gates a
+        started unit).
+    :raises ValueError: when ``MainPID`` or ``NRestarts`` is not an integer.
+    """
+    status = status if isinstance(status, dict) else {}
+    state = str(status.get('ActiveState') or 'inactive')
+    pid, restarts = int(status.get('MainPID') or 0), int(status.get('NRestarts') or 0)
+    return {'active': service_active(state, 'systemd'), 'state': state, 'pid': pid, 'restarts': restarts,
+            'baseline': {'MainPID': pid, 'NRestarts': restarts}}
+
+
 def parse_systemctl_show(text):
     """The properties of one unit from ``systemctl show -p A -p B UNIT`` -> dict of str.
 

@@ -71,15 +71,39 @@ def test_playbooks_plugins_and_docs_read_no_private_role_variable():
     assert not offenders, "reads of a role's private variables:\n" + "\n".join(offenders)
 
 
+def separate_preflights():
+    """The roles whose pre-flight a playbook runs on its own (``tasks_from: preflight``), before any role changes
+    anything."""
+    found = set()
+    for path in files("playbooks/*.yml"):
+        with open(path, encoding="utf-8") as handle:
+            found.update(re.findall(r"name: inferops\.sglang\.(\w+)\n\s+tasks_from: preflight\b", handle.read()))
+    return found
+
+
+# Roles that change nothing on the servers: their pre-flight (the inputs' checks) is main's first step.
+CHANGE_NOTHING = {"facts", "fleet"}
+
+
+def test_the_roles_that_change_a_host_have_their_preflight_run_first():
+    assert {"cuda_env", "service", "cutover"} <= separate_preflights()
+    assert not CHANGE_NOTHING & separate_preflights()
+
+
 @pytest.mark.parametrize("role", ROLES)
 def test_main_does_not_run_the_preflight_a_second_time(role):
-    """site.yml runs every role's pre-flight first; main may run it only when it has not run yet."""
+    """site.yml runs the pre-flight of every role that changes a host first; that role's main may run it only when it
+    has not run yet (the router's main runs its own, the router play has no other). A role that changes nothing on the
+    servers (facts, fleet) runs its pre-flight as its first step."""
     main = os.path.join(ROOT, "roles", role, "tasks", "main.yml")
     preflight = os.path.join(ROOT, "roles", role, "tasks", "preflight.yml")
     if not os.path.exists(preflight):
         return
     with open(main, encoding="utf-8") as handle:
         text = handle.read()
+    if role in CHANGE_NOTHING:
+        assert "import_tasks: preflight.yml" in text, "%s does not check its inputs first" % role
+        return
     assert "import_tasks: preflight.yml" not in text, "%s imports its pre-flight unconditionally" % role
     if "preflight.yml" in text:
         assert "__%s_preflight_passed" % role in text, "%s runs its pre-flight without checking it ran" % role

@@ -155,3 +155,25 @@ def test_is_collection_config_reads_the_unix_http_server_socket():
     assert not _supervisors.is_collection_config('[supervisorctl]\nfile=/run/inferops-sglang-supervisor.sock\n')
     assert not _supervisors.is_collection_config('[unix_http_server]\nfile=/run/supervisor.sock\n')
     assert not _supervisors.is_collection_config(None)
+
+
+@pytest.mark.parametrize('status,reading', [
+    # ansible.builtin.systemd_service's status (text), as the cutover's own read returns it.
+    ({'ActiveState': 'active', 'MainPID': '4242', 'NRestarts': '2', 'SubState': 'running'},
+     {'active': True, 'state': 'active', 'pid': 4242, 'restarts': 2, 'baseline': {'MainPID': 4242, 'NRestarts': 2}}),
+    # The service pre-flight's unit.status of a unit that failed, and of one on its way up.
+    ({'LoadState': 'loaded', 'ActiveState': 'failed', 'SubState': 'failed', 'MainPID': '0', 'NRestarts': '5'},
+     {'active': False, 'state': 'failed', 'pid': 0, 'restarts': 5, 'baseline': {'MainPID': 0, 'NRestarts': 5}}),
+    ({'ActiveState': 'activating', 'MainPID': 17},
+     {'active': True, 'state': 'activating', 'pid': 17, 'restarts': 0, 'baseline': {'MainPID': 17, 'NRestarts': 0}}),
+    # Nothing read: a stopped unit with no process (the cutover starts it).
+    ({}, {'active': False, 'state': 'inactive', 'pid': 0, 'restarts': 0, 'baseline': {'MainPID': 0, 'NRestarts': 0}}),
+    (None, {'active': False, 'state': 'inactive', 'pid': 0, 'restarts': 0, 'baseline': {'MainPID': 0, 'NRestarts': 0}}),
+])
+def test_systemd_reading_is_what_the_cutover_keeps_of_a_unit(status, reading):
+    assert _supervisors.systemd_reading(status) == reading
+
+
+def test_systemd_reading_refuses_a_pid_that_is_no_number():
+    with pytest.raises(ValueError):
+        _supervisors.systemd_reading({'ActiveState': 'active', 'MainPID': 'n/a'})
