@@ -42,6 +42,8 @@ POLL_S = 1.0
 # read again for this long before the holder is called unknown.
 RECORD_GRACE_S = 1.0
 RELEASE_WAIT_S = 5.0
+# The lock file of host_lock, and of every module that takes or gives back the same lock.
+DEFAULT_PATH = '/run/lock/inferops-sglang.lock'
 HOLDER_START_S = 10.0
 
 
@@ -324,6 +326,12 @@ def release(path, run_id, clock=time.time, sleep=time.sleep):
     return {'result': result, 'owner': owner}
 
 
+def expired_warning(run_id, owner):
+    """The warning of a give-back (``release``) that found ``run_id``'s lock ``expired`` (``owner``: its record)."""
+    return ('The lock of run %s had ended before the run did (its holder pid %s is gone: the lock\'s timeout passed, '
+            'or the holder was killed); another run could have started meanwhile.' % (run_id, (owner or {}).get('holder_pid')))
+
+
 BUSY_MESSAGE = ('Another run holds the lock of this host (%s): %s. Nothing was changed here. Wait for it to end (or '
                 'raise inferops_sglang_lock_wait); a holder that is gone frees the lock by itself.')
 
@@ -373,7 +381,7 @@ def lock_options():
         playbook=dict(type='str', default=''),
         wait=dict(type='int', default=0),
         timeout=dict(type='int', default=7200),
-        path=dict(type='path', default='/run/lock/inferops-sglang.lock'),
+        path=dict(type='path', default=DEFAULT_PATH),
     )
 
 

@@ -164,9 +164,7 @@ def _absent(module, params):
     if result['result'] == 'not_held':
         module.exit_json(changed=False, lock={}, msg='This run holds no lock here.')
     if result['result'] == 'expired':
-        module.warn('The lock of run %s had ended before the run did (its holder pid %s is gone: the lock\'s timeout '
-                    'passed, or the holder was killed); another run could have started meanwhile.'
-                    % (params['run_id'], owner.get('holder_pid')))
+        module.warn(_host_lock.expired_warning(params['run_id'], owner))
     module.exit_json(changed=True, lock=owner, msg='Gave the lock back.' if result['result'] == 'released'
                      else 'Cleared the record of an ended lock.',
                      diff=_diff('locked by run %s' % params['run_id'], 'unlocked'))

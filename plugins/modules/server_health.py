@@ -178,6 +178,22 @@ options:
   progress_file:
     description: Where progress is kept between calls. Default C(/run/inferops-sglang/health-<port>.json).
     type: path
+  give_back_lock:
+    description:
+      - The host lock (M(inferops.sglang.host_lock)) of run O(give_back_lock.run_id), given back in this call once the
+        gate passed (RV(state=ready)), exactly as C(host_lock state=absent) gives it back - for a caller whose last call
+        on the host this is, saving it one (the cutover of an unchanged server). A gate that waits or fails keeps the
+        lock. Not in check mode. The outcome is RV(lock).
+    type: dict
+    suboptions:
+      run_id:
+        description: The run whose lock it is (another run's lock is left alone).
+        type: str
+        required: true
+      path:
+        description: The lock file, as M(inferops.sglang.host_lock)'s.
+        type: path
+        default: /run/lock/inferops-sglang.lock
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -243,6 +259,14 @@ schedulers:
   returned: always
   type: int
   sample: 8
+lock:
+  description:
+    - What became of the lock of O(give_back_lock) - C(result) (C(released); C(expired), its holder had ended;
+      C(not_held), no record of it; C(other), another run holds the lock, left alone) and C(owner), the record it
+      had. Empty without O(give_back_lock), in check mode, and when the gate did not pass.
+  returned: always
+  type: dict
+  sample: {"result": "released", "owner": {"run_id": "20261204T130000Z-5f3a9c21", "holder_pid": 41234}}
 state:
   description: C(ready) when every step passed, C(waiting) when the call ran out of O(round_seconds), C(failed) otherwise.
   returned: always
@@ -338,7 +362,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native, to_text
-from ansible_collections.inferops.sglang.plugins.module_utils import _health, _http, _secrets, _supervisors
+from ansible_collections.inferops.sglang.plugins.module_utils import _health, _host_lock, _http, _secrets, _supervisors
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process.discovery import discover
 
 
@@ -575,6 +599,17 @@ class Gate(object):
             time.sleep(p['interval'])
 
 
+def give_back(module, state, lock, release=None):
+    """RV(lock): the lock of O(give_back_lock) given back when the gate's STATE is C(ready) (``_host_lock.release``'s
+    dict, with a warning where the lock had expired), else {} - also without LOCK and in check mode."""
+    if not lock or state != 'ready' or module.check_mode:
+        return {}
+    out = (release or _host_lock.release)(lock['path'], lock['run_id'])
+    if out['result'] == 'expired':
+        module.warn(_host_lock.expired_warning(lock['run_id'], out['owner']))
+    return out
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -603,6 +638,8 @@ def main():
             supervisor_config=dict(type='path'),
             supervisorctl=dict(type='path', default='supervisorctl'),
             progress_file=dict(type='path'),
+            give_back_lock=dict(type='dict', options=dict(run_id=dict(type='str', required=True),
+                                                          path=dict(type='path', default=_host_lock.DEFAULT_PATH))),
         ),
         required_if=[('manager', 'systemd', ['service']), ('manager', 'supervisord', ['service'])],
         supports_check_mode=True,
@@ -617,6 +654,7 @@ def main():
     result = gate.run()
     gate.save_progress()
     result['progress'] = _health.progress_line(result, p['budget'])
+    result['lock'] = give_back(module, result['state'], p['give_back_lock'])
     if result['state'] == 'failed':
         module.fail_json(msg='SGLang on port %d is not healthy: %s' % (p['port'], result['reason']),
                          changed=False, **result)

@@ -161,6 +161,28 @@ def cutover_replica(state, ranks, on_degraded='restart'):
     return {'action': action, 'failure': failure, 'failed_task': failed_task}
 
 
+# server_health's lock results after which this run holds no lock on the host (``_host_lock.release``).
+LOCK_GIVEN_BACK = ('released', 'expired', 'not_held')
+
+
+def cutover_gives_back_lock(state, mode, lock_run_id, routed=False, replica_hosts=None, check_mode=False):
+    """Whether the gate's call gives the run's host lock back (``server_health`` ``give_back_lock``): only where it is
+    the cutover's last call on the host - the check of an unchanged server (gate mode ``check``) with a known-good
+    configuration kept already (none to save), no router to check and no other rank to wait for, outside check mode,
+    and only with a lock (``lock_run_id``). The playbook's give-back then has nothing left to do.
+
+    :param state: the cutover's state ``__cutover`` (``previous``: the known-good store as read, ``failure``).
+    :param mode: the gate's mode, ``start`` or ``check``. :param lock_run_id: the run id of the lock, '' for none.
+    :param routed: whether the server is in a router (a router step follows the gate).
+    :param replica_hosts: the hosts of a multi-node replica (more than one: a barrier follows).
+    :returns: bool.
+    """
+    state = _dict(state)
+    return bool(lock_run_id) and mode == 'check' and not _truth(routed) and len(replica_hosts or []) <= 1 \
+        and not _truth(check_mode) and _truth(_dict(state.get('previous')).get('exists', False)) \
+        and not state.get('failure')
+
+
 def cutover_check_failure(result, task='', on_degraded='restart'):
     """What a failed check of an unchanged, running server does (the rescue of the role's verify step): never make it
     worse - a server that answers ``/health`` is never stopped or taken out of the router for a check of ours.
@@ -306,6 +328,7 @@ def _output(state, result, failed, check_mode):
         'record': state.get('record', ''),
         'check_mode': bool(check_mode),
         'rollback_to': state.get('rollback_to') or '',
+        'lock_given_back': _dict(gate.get('lock')).get('result') in LOCK_GIVEN_BACK,
     }
     if failed:
         output.update(failure=state.get('failure'), failed_task=state.get('failed_task') or '',

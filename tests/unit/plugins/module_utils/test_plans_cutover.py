@@ -580,3 +580,39 @@ def test_known_good_manifest_without_a_gate_a_stop_or_a_managed_block():
     assert (manifest['sitecustomize'], manifest['sitecustomize_block']) == (None, '')
     assert manifest['record']['cuda_environment'] == {}
     assert manifest['dark_window']['seconds'] is None
+
+
+# ---- the gate's call gives the run's host lock back (filter cutover_gives_back_lock) --------------------------------
+
+KEPT = {'previous': {'exists': True}, 'failure': ''}
+
+
+def test_the_check_of_an_unchanged_server_is_the_last_call_and_gives_the_lock_back():
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import cutover_gives_back_lock
+    assert cutover_gives_back_lock(KEPT, 'check', 'run-1') is True
+    assert cutover_gives_back_lock(KEPT, 'check', 'run-1', False, ['h1'], False) is True
+
+
+@pytest.mark.parametrize('state,mode,run_id,routed,replica,check_mode', [
+    (KEPT, 'start', 'run-1', False, [], False),                               # a started server: the record follows
+    (KEPT, 'check', '', False, [], False),                                    # no lock handed in
+    (KEPT, 'check', 'run-1', True, [], False),                                # the router check follows
+    (KEPT, 'check', 'run-1', 'True', [], False),
+    (KEPT, 'check', 'run-1', False, ['h1', 'h2'], False),                     # the other rank's barrier follows
+    (KEPT, 'check', 'run-1', False, [], True),                                # check mode: no gate at all
+    ({'previous': {'exists': False}}, 'check', 'run-1', False, [], False),    # the first known-good save follows
+    ({'previous': {}}, 'check', 'run-1', False, [], False),
+    ({'previous': {'exists': True}, 'failure': 'degraded'}, 'check', 'run-1', False, [], False),
+    (None, 'check', 'run-1', False, [], False)])
+def test_the_lock_stays_with_the_playbook_when_anything_follows_the_gate(state, mode, run_id, routed, replica, check_mode):
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import cutover_gives_back_lock
+    assert cutover_gives_back_lock(state, mode, run_id, routed, replica, check_mode) is False
+
+
+@pytest.mark.parametrize('lock,given_back', [
+    ({'result': 'released'}, True), ({'result': 'expired'}, True), ({'result': 'not_held'}, True),
+    ({'result': 'other'}, False), ({}, False), (None, False)])
+def test_the_output_says_whether_the_gate_gave_the_lock_back(lock, given_back):
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import cutover_outcome
+    state = {'action': 'none', 'previous': {'exists': True}, 'gate': {'state': 'ready', 'lock': lock}}
+    assert cutover_outcome(state)['output']['lock_given_back'] is given_back

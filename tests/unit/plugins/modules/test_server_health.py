@@ -222,3 +222,63 @@ def test_smoke_verdict_tells_not_ready_from_broken(status, timed_out, verdict, w
     from ansible_collections.inferops.sglang.plugins.module_utils import _health
     error = None if status else ('timed out' if timed_out else '[Errno 111] Connection refused')
     assert _health.smoke_verdict(status, '', error, timed_out, 20.0) == (verdict, words, 0)
+
+
+def test_a_passing_gate_gives_the_runs_lock_back_in_the_same_call(sglang, capsys, tmp_path):
+    """give_back_lock: the gate of an unchanged server, the cutover's last call on the host, gives the run's host lock
+    back once it passed - the same release as host_lock state=absent (a real holder process here)."""
+    from ansible_collections.inferops.sglang.plugins.module_utils import _host_lock
+    path = str(tmp_path / 'host.lock')
+    owner = _host_lock.acquire(path, 'run-a', 'ops@ctl', 'inferops.sglang.site', 0, 60)['owner']
+    server = sglang()
+    code, out, raw = gate(capsys, tmp_path, server.port, give_back_lock={'run_id': 'run-a', 'path': path})
+    assert code == 0 and out['state'] == 'ready', out
+    assert out['lock'] == {'result': 'released', 'owner': owner}
+    assert _host_lock.peek(path) == {'held': False, 'owner': {}}
+    # Without the option nothing is given back.
+    assert gate(capsys, tmp_path, server.port)[1]['lock'] == {}
+
+
+def test_a_gate_that_fails_keeps_the_lock(sglang, capsys, tmp_path):
+    """A failed (or waiting) gate leaves the lock to the caller's own give-back: the rollback that follows still holds it."""
+    from ansible_collections.inferops.sglang.plugins.module_utils import _host_lock
+    path = str(tmp_path / 'host.lock')
+    owner = _host_lock.acquire(path, 'run-a', 'ops@ctl', 'inferops.sglang.site', 0, 60)['owner']
+    server = sglang(api_key=KEY)  # no key given: the gate fails at once
+    try:
+        code, out, raw = gate(capsys, tmp_path, server.port, give_back_lock={'run_id': 'run-a', 'path': path})
+        assert code == 1 and out['state'] == 'failed' and out['lock'] == {}
+        assert _host_lock.peek(path) == {'held': True, 'owner': owner}
+    finally:
+        _host_lock.release(path, 'run-a')
+
+
+class _Module(object):
+    def __init__(self, check_mode=False):
+        self.check_mode, self.warnings = check_mode, []
+
+    def warn(self, text):
+        self.warnings.append(text)
+
+
+@pytest.mark.parametrize('state,lock,check_mode,released', [
+    ('ready', {'run_id': 'r1', 'path': '/l'}, False, True),
+    ('waiting', {'run_id': 'r1', 'path': '/l'}, False, False),
+    ('failed', {'run_id': 'r1', 'path': '/l'}, False, False),
+    ('ready', {'run_id': 'r1', 'path': '/l'}, True, False),
+    ('ready', None, False, False)])
+def test_give_back_only_after_a_passing_gate(state, lock, check_mode, released):
+    asked = []
+
+    def release(path, run_id):
+        asked.append((path, run_id))
+        return {'result': 'released', 'owner': {'run_id': run_id}}
+    out = server_health.give_back(_Module(check_mode), state, lock, release)
+    assert (out != {}) is released and (asked == [('/l', 'r1')]) is released
+
+
+def test_a_lock_that_had_expired_is_said_so():
+    module = _Module()
+    out = server_health.give_back(module, 'ready', {'run_id': 'r1', 'path': '/l'},
+                                  lambda path, run_id: {'result': 'expired', 'owner': {'holder_pid': 99}})
+    assert out['result'] == 'expired' and 'holder pid 99 is gone' in module.warnings[0]
