@@ -47,3 +47,26 @@ def test_a_package_that_does_not_exist_preloads_nothing():
 def test_it_is_the_builtin_linear_strategy():
     assert issubclass(linear.StrategyModule, BuiltinLinear)
     assert linear.StrategyModule.run is not BuiltinLinear.run
+
+
+def test_the_controllers_objects_are_frozen_and_a_worker_runs_without_the_collector():
+    """prepare_controller: gc.freeze() in the controller, and a process forked afterwards (an Ansible worker) starts
+    with the garbage collector off; the controller's own stays on."""
+    import gc
+    try:
+        assert linear.prepare_controller() == linear.preload()
+        assert gc.get_freeze_count() > 0 and gc.isenabled()
+        linear.prepare_controller()
+        assert len(linear._WORKERS_WITHOUT_GC) == 1  # registered once per process
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            os.write(write, b'on' if gc.isenabled() else b'off')
+            os._exit(0)
+        os.close(write)
+        assert os.read(read, 8) == b'off'
+        os.close(read)
+        os.waitpid(pid, 0)
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
