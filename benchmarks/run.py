@@ -757,7 +757,11 @@ def main():
     ap.add_argument("--runs", type=int, help="(a), (b) gate runs and (f) reinstalls (default 5, --quick 2)")
     ap.add_argument("--stage-gib", type=float, default=2.0, help="(g) GiB of weights (default 2)")
     ap.add_argument("--only", default="a,b,c,d,e,f,g", help="comma-separated rows to run (e runs on c's host: give c too; h comes with c)")
+    ap.add_argument("--strategy", help="every ansible run of the suite (the peer and setup too) with this strategy "
+                                       "(ANSIBLE_STRATEGY), e.g. inferops.sglang.linear; default: Ansible's configured one")
     args = ap.parse_args()
+    if args.strategy:
+        os.environ["ANSIBLE_STRATEGY"] = args.strategy
     collection = os.path.abspath(args.collection)
     pairs = args.pairs or (2 if args.quick else 5)
     workers = args.workers or (2 if args.quick else 4)
@@ -768,8 +772,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="inferops-bench-run-")
     colls = collection_env(collection, tmp)
     began = time.time()
-    say("measuring %s (collections: %s); logs in %s" % (collection, colls, tmp))
-    fig = {"collection": collection, "quick": args.quick}
+    say("measuring %s (collections: %s; strategy: %s); logs in %s"
+        % (collection, colls, os.environ.get("ANSIBLE_STRATEGY", "configured"), tmp))
+    fig = {"collection": collection, "quick": args.quick, "strategy": os.environ.get("ANSIBLE_STRATEGY", "")}
     try:
         if "a" in only:
             fig["a"] = measure_gate(runs, float(role_default(collection, "cutover", "cutover_health_budget")))

@@ -262,8 +262,9 @@ schedulers:
 lock:
   description:
     - What became of the lock of O(give_back_lock) - C(result) (C(released); C(expired), its holder had ended;
-      C(not_held), no record of it; C(other), another run holds the lock, left alone) and C(owner), the record it
-      had. Empty without O(give_back_lock), in check mode, and when the gate did not pass.
+      C(not_held), no record of it; C(other), another run holds the lock, left alone; C(error), the give-back failed,
+      with C(reason), and a warning - the gate's verdict stands) and C(owner), the record it had. Empty without
+      O(give_back_lock), in check mode, and when the gate did not pass.
   returned: always
   type: dict
   sample: {"result": "released", "owner": {"run_id": "20261204T130000Z-5f3a9c21", "holder_pid": 41234}}
@@ -601,10 +602,17 @@ class Gate(object):
 
 def give_back(module, state, lock, release=None):
     """RV(lock): the lock of O(give_back_lock) given back when the gate's STATE is C(ready) (``_host_lock.release``'s
-    dict, with a warning where the lock had expired), else {} - also without LOCK and in check mode."""
+    dict, with a warning where the lock had expired), else {} - also without LOCK and in check mode. A give-back that
+    fails (the holder did not end, the lock file cannot be opened) is C({result: error, reason}) with a warning: the
+    gate's verdict stands, and the caller's own give-back runs."""
     if not lock or state != 'ready' or module.check_mode:
         return {}
-    out = (release or _host_lock.release)(lock['path'], lock['run_id'])
+    try:
+        out = (release or _host_lock.release)(lock['path'], lock['run_id'])
+    except (IOError, OSError) as exc:
+        reason = to_native(exc)
+        module.warn('The gate passed, but the lock of run %s was not given back here: %s.' % (lock['run_id'], reason))
+        return {'result': 'error', 'reason': reason, 'owner': {}}
     if out['result'] == 'expired':
         module.warn(_host_lock.expired_warning(lock['run_id'], out['owner']))
     return out

@@ -295,8 +295,8 @@ unit:
       nothing); C(enabled), whether that counts as enabled (as for M(inferops.sglang.service_files)); C(exposure), the
       output of C(systemd-analyze security --no-pager) (empty without systemd-analyze); C(status), the unit's
       C(LoadState), C(ActiveState), C(SubState), C(MainPID) and C(NRestarts) as C(systemctl show) prints them (text,
-      the names M(ansible.builtin.systemd_service) returns in its C(status)), empty when systemctl fails or the unit is
-      not loaded. Empty without O(unit) or C(systemctl).
+      the names M(ansible.builtin.systemd_service) returns in its C(status)), empty when systemctl fails, the unit is
+      not loaded or a property is missing (C(NRestarts) before systemd 235). Empty without O(unit) or C(systemctl).
   returned: always
   type: dict
   sample: {"name": "sglang.service", "enabled_now": "enabled", "enabled": true, "exposure": "...Overall exposure level for sglang.service: 4.2 OK",

@@ -15,20 +15,23 @@ short_description: Ansible's linear strategy, with the collection's filters load
 version_added: 0.1.0
 description:
   - Runs a play exactly as P(ansible.builtin.linear#strategy) does (it is that strategy, unchanged) - task by task,
-    every host of the batch finishing a task before the next begins.
-  - Before the play's first task it imports the filter plugins of C(inferops.sglang) on the controller. Ansible runs
-    every task in a worker process forked from the controller, so what the controller imported, every worker has.
-    Without this, each task that templates one of the collection's filters imports the filter files again, and with
-    them the C(module_utils) they use, which Ansible's collection loader compiles from source on every import - about
-    10 to 30 ms per such task on the benchmark's machine (C(benchmarks/run.py), row c).
+    every host of the batch finishing a task before the next begins. It only makes the controller faster.
+  - Opt-in. Select it for the collection's playbooks as any strategy is selected - C(strategy = inferops.sglang.linear)
+    in the C([defaults]) section of C(ansible.cfg), or C(ANSIBLE_STRATEGY=inferops.sglang.linear). The playbooks do
+    not name a strategy, so the one you configure (Mitogen's, C(free), C(debug)) is the one they run with.
+  - ansible-core 2.19 deprecates strategy plugins outside C(ansible.builtin) - each run with it prints a deprecation
+    warning, and a future ansible-core may not load it. The collection works the same without it.
+  - Before the first play it imports the filter plugins of C(inferops.sglang) on the controller. Ansible runs every
+    task in a worker process forked from the controller, so what the controller imported, every worker has. Without
+    this, each task that templates one of the collection's filters imports the filter files again, and with them the
+    C(module_utils) they use, which Ansible's collection loader compiles from source on every import.
+  - It also keeps Python's garbage collector out of the workers' way - the objects the controller holds when the first
+    play starts are frozen (C(gc.freeze()), once per run), so that a collection never walks them again, and every
+    process the controller forks from then on (an Ansible worker - one task, then it exits - whatever strategy a later
+    play uses) starts with the collector off, its garbage going with it. The controller's own collector stays on.
+  - Both together take about a seventh off a converged C(site.yml) run on the benchmark's machine (C(benchmarks/run.py
+    --strategy inferops.sglang.linear), row c).
   - A filter file that fails to import is left to Ansible, which reports it where a task uses it.
-  - It also keeps Python's garbage collector out of the workers' way - the objects the controller holds when the play
-    starts are frozen (C(gc.freeze())), so that a collection never walks them again, and a worker (one task, then it
-    exits) runs with the collector off, its garbage going with it. Without this a worker spends part of its few
-    milliseconds collecting, and copying, the controller's objects it inherited - about 0.6 s of a converged
-    C(site.yml) run on the benchmark's machine, together with the freeze. The controller's own collector stays on.
-  - The collection's playbooks (C(inferops.sglang.site), C(restart), C(rollback), C(status)) run with it. A play of
-    yours may name it with the play keyword C(strategy), or keep any other strategy - the collection works the same.
 author:
   - inferops.sglang developers (@inferops)
 '''
@@ -66,19 +69,19 @@ def preload(package=FILTER_PACKAGE):
     return loaded
 
 
-_WORKERS_WITHOUT_GC = []
+_PREPARED = []
 
 
 def prepare_controller():
-    """Before a play: :func:`preload`, then the garbage collector kept out of the workers' way - every object the
-    controller holds now frozen (``gc.freeze()``: collections skip them), and each process forked from now on (an
-    Ansible worker: one task, then it exits) started with the collector off (``os.register_at_fork``, registered
-    once per process). Returns :func:`preload`'s list."""
+    """Before a play: :func:`preload`; then, once per process, the garbage collector kept out of the workers' way -
+    every object the controller holds now frozen (``gc.freeze()``: collections skip them; once, so that later batches'
+    garbage stays collectable), and each process forked from now on (an Ansible worker: one task, then it exits)
+    started with the collector off (``os.register_at_fork``). Returns :func:`preload`'s list."""
     loaded = preload()
-    gc.freeze()
-    if not _WORKERS_WITHOUT_GC:
+    if not _PREPARED:
+        gc.freeze()
         os.register_at_fork(after_in_child=gc.disable)
-        _WORKERS_WITHOUT_GC.append(True)
+        _PREPARED.append(True)
     return loaded
 
 

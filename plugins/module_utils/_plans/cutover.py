@@ -328,7 +328,8 @@ def _output(state, result, failed, check_mode):
         'record': state.get('record', ''),
         'check_mode': bool(check_mode),
         'rollback_to': state.get('rollback_to') or '',
-        'lock_given_back': _dict(gate.get('lock')).get('result') in LOCK_GIVEN_BACK,
+        'lock_given_back': (str(state.get('lock_run_id') or '')
+                            if _dict(gate.get('lock')).get('result') in LOCK_GIVEN_BACK else ''),
     }
     if failed:
         output.update(failure=state.get('failure'), failed_task=state.get('failed_task') or '',

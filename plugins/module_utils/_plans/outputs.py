@@ -114,7 +114,7 @@ _CUTOVER_KEYS = {
     'record': ('str', 'the deployment record written'),
     'check_mode': ('bool', 'whether the run was in check mode'),
     'rollback_to': ('str', "the history entry an operator's rollback restored, else empty"),
-    'lock_given_back': ('bool', "whether the gate's call gave the run's host lock back (the playbook's give-back skips)"),
+    'lock_given_back': ('str', "the run id whose host lock the gate's call gave back, else empty (that run's give-back skips)"),
     'failure': ('raw', 'the failure (failed hosts only)'),
     'failed_task': ('str', 'the task that failed (failed hosts only)'),
     'rollback_failure': ('raw', 'why the rollback failed, else none (failed hosts only)'),

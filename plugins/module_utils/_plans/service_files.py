@@ -60,7 +60,13 @@ def rendered_paths(inp, plan):
             + [entry['src'] for entry in plan['files']])
 
 
-def service_steps(manager, env_files, config_file, manager_files, unit_read=None, installed=False):
+# The oldest unit status (seconds since the pre-flight's read) the service role hands to the cutover: a converged host
+# publishes its output a second or two after its read; a host whose batch waited for another's install, or for a
+# parser check that imports torch, reads the unit again in the cutover.
+STATUS_MAX_AGE_S = 10.0
+
+
+def service_steps(manager, env_files, config_file, manager_files, unit_read=None, installed=False, read_age=None):
     """What the service role's change steps saw, for its declared output ``inferops_sglang_service`` (filter
     ``service_steps``; the plan's ``output`` holds the rest).
 
@@ -73,13 +79,14 @@ def service_steps(manager, env_files, config_file, manager_files, unit_read=None
         write where that was skipped (the unit was as rendered: the same measure it would have returned).
     :param installed: whether this run installed an SGLang version (``python_venv``; minutes may have passed since the
         read).
+    :param read_age: seconds since the pre-flight's read returned (the controller's clock), None when unknown.
     :returns: dict - ``exposure``: ``{'before', 'after'}``, each ``security_exposure``'s ``{'score', 'level'}`` or
         None, under systemd ({} under supervisord); ``changed``: bool, whether a file the server reads changed (the
         environment or logging files, the secret ``--config`` file, the unit or program; not a directory);
         ``unit_status``: the read's ``status`` where it still stands - under systemd, when no file the server reads
-        changed, the unit's write was skipped and nothing was installed (a converged host: seconds of the controller's
-        own work since the read, nothing handed to systemd), so the cutover need not read it again; else {} (the
-        cutover reads the unit's status itself).
+        changed, the unit's write was skipped, nothing was installed and the read is at most ``STATUS_MAX_AGE_S``
+        seconds old (a converged host: seconds of the controller's own work since the read, nothing handed to
+        systemd), so the cutover need not read it again; else {} (the cutover reads the unit's status itself).
     """
     env_files, config_file, written = ran(env_files), ran(config_file), ran(manager_files)
     exposure, unit_status = {}, {}
@@ -87,6 +94,15 @@ def service_steps(manager, env_files, config_file, manager_files, unit_read=None
     if manager == 'systemd':
         measured = written or {'exposure': {'before': as_dict(unit_read).get('exposure') or '', 'after': None}}
         exposure = {'before': security_exposure(measured, 'before'), 'after': security_exposure(measured, 'after')}
-        if not (changed or written or installed):
+        if not (changed or written or installed) and _age_seconds(read_age) <= STATUS_MAX_AGE_S:
             unit_status = dict(as_dict(as_dict(unit_read).get('status')))
     return {'exposure': exposure, 'changed': changed, 'unit_status': unit_status}
+
+
+def _age_seconds(value):
+    """A non-negative age in seconds as float; infinity for None, a negative or unreadable one (never fresh)."""
+    try:
+        age = float(value)
+    except (TypeError, ValueError):
+        return float('inf')
+    return age if age >= 0 else float('inf')

@@ -854,11 +854,21 @@ def test_a_converged_host_hands_the_status_its_read_found_to_the_cutover():
     reads none)."""
     from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
     read = {'exposure': CONFINED, 'enabled': True, 'status': STATUS}
-    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, read)['unit_status'] == STATUS
+    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, read, False, 1.4)['unit_status'] == STATUS
+    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, read, False, '9.9')['unit_status'] == STATUS
     # The secret --config file's template runs every time: unchanged, it hands nothing to systemd.
-    assert service_steps('systemd', SKIPPED, {'changed': False}, SKIPPED, read)['unit_status'] == STATUS
+    assert service_steps('systemd', SKIPPED, {'changed': False}, SKIPPED, read, False, 1)['unit_status'] == STATUS
     # A directory handed over changes no file the server reads.
-    assert service_steps('systemd', {'files_changed': False, 'changed': True}, SKIPPED, SKIPPED, read)['unit_status'] == STATUS
+    assert service_steps('systemd', {'files_changed': False, 'changed': True}, SKIPPED, SKIPPED, read, False, 1)['unit_status'] == STATUS
+
+
+@pytest.mark.parametrize('age', [10.5, 300, None, 'soon', -1])
+def test_a_status_read_too_long_ago_or_at_an_unknown_time_is_read_again(age):
+    """A batch that waited for another host's install (or a parser check importing torch) is past STATUS_MAX_AGE_S:
+    systemd may have acted meanwhile (Restart=, the OOM killer), so the cutover reads the unit itself."""
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
+    read = {'exposure': CONFINED, 'enabled': True, 'status': STATUS}
+    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, read, False, age)['unit_status'] == {}
 
 
 @pytest.mark.parametrize('env,config,unit,installed', [
@@ -870,15 +880,15 @@ def test_a_converged_host_hands_the_status_its_read_found_to_the_cutover():
 def test_the_cutover_reads_the_status_itself_after_any_step_that_ran(env, config, unit, installed):
     from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
     read = {'exposure': CONFINED, 'enabled': True, 'status': STATUS}
-    assert service_steps('systemd', env, config, unit, read, installed)['unit_status'] == {}
+    assert service_steps('systemd', env, config, unit, read, installed, 1)['unit_status'] == {}
 
 
 def test_no_status_under_supervisord_or_from_a_read_without_one():
     from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
     read = {'exposure': CONFINED, 'enabled': True, 'status': STATUS}
-    assert service_steps('supervisord', SKIPPED, SKIPPED, SKIPPED, read)['unit_status'] == {}
-    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, {'exposure': CONFINED})['unit_status'] == {}
-    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, {'status': 'active'})['unit_status'] == {}
+    assert service_steps('supervisord', SKIPPED, SKIPPED, SKIPPED, read, False, 1)['unit_status'] == {}
+    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, {'exposure': CONFINED}, False, 1)['unit_status'] == {}
+    assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, {'status': 'active'}, False, 1)['unit_status'] == {}
 
 
 def test_a_unit_read_that_is_no_mapping_counts_as_not_read():

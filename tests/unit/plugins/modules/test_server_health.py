@@ -282,3 +282,15 @@ def test_a_lock_that_had_expired_is_said_so():
     out = server_health.give_back(module, 'ready', {'run_id': 'r1', 'path': '/l'},
                                   lambda path, run_id: {'result': 'expired', 'owner': {'holder_pid': 99}})
     assert out['result'] == 'expired' and 'holder pid 99 is gone' in module.warnings[0]
+
+
+def test_a_give_back_that_fails_leaves_the_verdict_and_the_lock_to_the_caller():
+    """The holder did not end in time (or the lock file cannot be opened): the gate passed all the same - a warning,
+    RV(lock) says error, and the cutover does not count the lock as given back (the playbook's own give-back runs)."""
+    import errno
+
+    def release(path, run_id):
+        raise OSError(errno.ETIMEDOUT, 'the holder (pid 41) of the lock /l did not end within 5 s')
+    module = _Module()
+    out = server_health.give_back(module, 'ready', {'run_id': 'r1', 'path': '/l'}, release)
+    assert out['result'] == 'error' and 'did not end' in out['reason'] and 'not given back' in module.warnings[0]

@@ -8,6 +8,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import os
+import subprocess
 import sys
 
 from ansible.plugins.strategy.linear import StrategyModule as BuiltinLinear
@@ -49,24 +50,27 @@ def test_it_is_the_builtin_linear_strategy():
     assert linear.StrategyModule.run is not BuiltinLinear.run
 
 
-def test_the_controllers_objects_are_frozen_and_a_worker_runs_without_the_collector():
-    """prepare_controller: gc.freeze() in the controller, and a process forked afterwards (an Ansible worker) starts
-    with the garbage collector off; the controller's own stays on."""
-    import gc
-    try:
-        assert linear.prepare_controller() == linear.preload()
-        assert gc.get_freeze_count() > 0 and gc.isenabled()
-        linear.prepare_controller()
-        assert len(linear._WORKERS_WITHOUT_GC) == 1  # registered once per process
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the worker
-            os.write(write, b'on' if gc.isenabled() else b'off')
-            os._exit(0)
-        os.close(write)
-        assert os.read(read, 8) == b'off'
-        os.close(read)
-        os.waitpid(pid, 0)
-        assert gc.isenabled()
-    finally:
-        gc.unfreeze()
+def test_the_controllers_objects_are_frozen_once_and_a_worker_runs_without_the_collector():
+    """prepare_controller, in a fresh interpreter (the fork hook cannot be undone): gc.freeze() once in the controller,
+    and a process forked afterwards (an Ansible worker) starts with the garbage collector off; the controller's own
+    stays on."""
+    probe = """
+import gc, os, sys
+from ansible_collections.inferops.sglang.plugins.strategy import linear
+linear.prepare_controller()
+frozen = gc.get_freeze_count()
+linear.prepare_controller()
+assert gc.get_freeze_count() == frozen > 0 and gc.isenabled() and len(linear._PREPARED) == 1
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.write(write, b'on' if gc.isenabled() else b'off')
+    os._exit(0)
+os.close(write)
+print(os.read(read, 8).decode())
+os.waitpid(pid, 0)
+"""
+    out = subprocess.run([sys.executable, '-c', probe], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), check=False)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout.decode().strip() == 'off'
