@@ -14,7 +14,7 @@ name: linear
 short_description: Ansible's linear strategy, with the collection's filters loaded once and no GC in the workers
 version_added: 0.1.0
 description:
-  - Runs a play exactly as P(ansible.builtin.linear#strategy) does (it is that strategy, unchanged) - task by task,
+  - Runs a play exactly as Ansible's C(ansible.builtin.linear) strategy does (it is that strategy, unchanged) - task by task,
     every host of the batch finishing a task before the next begins. It only makes the controller faster.
   - Opt-in. Select it for the collection's playbooks as any strategy is selected - C(strategy = inferops.sglang.linear)
     in the C([defaults]) section of C(ansible.cfg), or C(ANSIBLE_STRATEGY=inferops.sglang.linear). The playbooks do
@@ -26,7 +26,7 @@ description:
     this, each task that templates one of the collection's filters imports the filter files again, and with them the
     C(module_utils) they use, which Ansible's collection loader compiles from source on every import.
   - It also keeps Python's garbage collector out of the workers' way - the objects the controller holds when the first
-    play starts are frozen (C(gc.freeze()), once per run), so that a collection never walks them again, and every
+    play starts are frozen (C(gc.freeze), once per run), so that a collection never walks them again, and every
     process the controller forks from then on (an Ansible worker - one task, then it exits - whatever strategy a later
     play uses) starts with the collector off, its garbage going with it. The controller's own collector stays on.
   - Both together take about a seventh off a converged C(site.yml) run on the benchmark's machine (C(benchmarks/run.py
