@@ -31,7 +31,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.inferops.sglang.plugins.module_utils._health import scheduler_shortfall
-from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict as _dict, truth as _truth
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict as _dict, seconds, truth as _truth
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_args, redact_env
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import argv_to_args, diff_args
 from ansible_collections.inferops.sglang.plugins.module_utils._versions import versions_change
@@ -61,7 +61,7 @@ SERVICE_DEFAULTS = {
     'unit': 'sglang.service', 'manager': 'systemd', 'host': '127.0.0.1', 'port': 30000, 'scheme': 'http',
     'command': [], 'config_file': '', 'known_good_dir': '/var/lib/inferops-sglang/known-good', 'supervisor': {},
     'node_rank': 0, 'replica_hosts': [], 'schedulers': 0, 'sglang': {}, 'boot': None, 'cache_dir': None,
-    'sandbox': [], 'exposure': {}, 'environment_names': [],
+    'sandbox': [], 'exposure': {}, 'environment_names': [], 'unit_status': {},
 }
 # The cuda_env role's output (inferops_sglang_cuda_env), likewise.
 CUDA_ENV_DEFAULTS = {'marker': '', 'environment': {}}
@@ -254,14 +254,6 @@ def _router(state):
             'registered': step_in.get('healthy', False) or check.get('healthy', False)}
 
 
-def _seconds(value):
-    """A number of seconds as float, or None (missing, empty, not a number)."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def cutover_dark_window(state, gate=None, stopped=None):
     """The dark window of a cutover: from the old server's last answer to the new server's first (issue 32).
 
@@ -281,16 +273,16 @@ def cutover_dark_window(state, gate=None, stopped=None):
         (floats rounded to 0.1 s, or None where not measured) and ``old_server`` (bool: an old server answered before).
     """
     state, gate, stopped = _dict(state), _dict(gate), _dict(stopped)
-    began, dark_from = _seconds(state.get('began')), _seconds(state.get('dark_from'))
-    to_tcp, to_healthy = _seconds(gate.get('time_to_tcp')), _seconds(gate.get('time_to_healthy'))
+    began, dark_from = seconds(state.get('began')), seconds(state.get('dark_from'))
+    to_tcp, to_healthy = seconds(gate.get('time_to_tcp')), seconds(gate.get('time_to_healthy'))
     old_server = state.get('action') == 'restart' or bool(stopped.get('stopped'))
     stop = max(0.0, began - dark_from) if began is not None and dark_from is not None else None
     gate_s = max(0.0, to_healthy - to_tcp) if to_healthy is not None and to_tcp is not None else None
-    seconds = stop + to_healthy if old_server and stop is not None and to_healthy is not None else None
+    dark = stop + to_healthy if old_server and stop is not None and to_healthy is not None else None
 
     def rounded(value):
         return None if value is None else round(value, 1)
-    return {'seconds': rounded(seconds), 'stop_release_s': rounded(stop), 'load_s': rounded(to_tcp),
+    return {'seconds': rounded(dark), 'stop_release_s': rounded(stop), 'load_s': rounded(to_tcp),
             'gate_s': rounded(gate_s), 'old_server': old_server}
 
 

@@ -17,7 +17,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.inferops.sglang.plugins.module_utils._sandbox import security_exposure
-from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict, ran
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict, ran, seconds
 
 # The modules the server's logging configuration imports, as the service role installs them into LOG_MODULE_DIR.
 LOG_MODULES = ('inferops_sglang_log.py', 'inferops_sglang_secrets.py')
@@ -94,15 +94,7 @@ def service_steps(manager, env_files, config_file, manager_files, unit_read=None
     if manager == 'systemd':
         measured = written or {'exposure': {'before': as_dict(unit_read).get('exposure') or '', 'after': None}}
         exposure = {'before': security_exposure(measured, 'before'), 'after': security_exposure(measured, 'after')}
-        if not (changed or written or installed) and _age_seconds(read_age) <= STATUS_MAX_AGE_S:
+        age = seconds(read_age)
+        if not (changed or written or installed) and age is not None and 0 <= age <= STATUS_MAX_AGE_S:
             unit_status = dict(as_dict(as_dict(unit_read).get('status')))
     return {'exposure': exposure, 'changed': changed, 'unit_status': unit_status}
-
-
-def _age_seconds(value):
-    """A non-negative age in seconds as float; infinity for None, a negative or unreadable one (never fresh)."""
-    try:
-        age = float(value)
-    except (TypeError, ValueError):
-        return float('inf')
-    return age if age >= 0 else float('inf')

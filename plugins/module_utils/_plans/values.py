@@ -17,6 +17,14 @@ def as_dict(value):
     return dict(value) if hasattr(value, 'items') else {}
 
 
+def seconds(value):
+    """A number of seconds as float, or None (missing, empty, not a number)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def ran(result):
     """A registered task result that ran, as it is; {} for one that was skipped (Ansible's truth rule), or for None or
     anything that is no mapping (a task not reached, passed as none)."""
