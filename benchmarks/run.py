@@ -2,7 +2,7 @@
 
 Run (as root, in the venv, after scripts/setup.sh; the base image inferops-sglang/debian12-systemd must exist):
     .venv/bin/python benchmarks/run.py [--collection PATH] [--quick] [--json OUT] [--pairs 5] [--workers 4] [--runs 5]
-                                       [--only a,...,f]
+                                       [--only a,...,g] [--strategy NAME]
 
 --collection PATH   the checkout whose roles, playbooks and scenario files are measured (default: the repository
                     this script is in); a temporary ansible_collections/inferops/sglang link to it goes first on
@@ -11,6 +11,8 @@ Run (as root, in the venv, after scripts/setup.sh; the base image inferops-sglan
 --json OUT          also write every figure (and the per-run samples) as JSON.
 --only a,b,c,d,e,f,g  run some rows only ((e) comes with (c): both use the converged container; (h) always comes with
                     (c), from its converge run).
+--strategy NAME     every ansible run of the suite (site.yml, the peer, setup) with ANSIBLE_STRATEGY=NAME, e.g.
+                    inferops.sglang.linear; run once without and once with it to see what the strategy gains.
 
 Rows (ratios rather than absolute times: this machine is shared and noisy):
  (a) gate latency: time from the double first answering /health 200 (an independent 20 ms poller) to the

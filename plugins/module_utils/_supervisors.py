@@ -63,13 +63,21 @@ def systemd_reading(status):
     :returns: dict - ``active`` (bool, :func:`service_active`), ``state`` (the ActiveState), ``pid`` and ``restarts``
         (int), ``baseline`` (``{'MainPID', 'NRestarts'}``, ints: what ``server_health`` compares with while it gates a
         started unit).
-    :raises ValueError: when ``MainPID`` or ``NRestarts`` is not an integer.
+    A ``MainPID`` or ``NRestarts`` that is no integer reads as 0, as Ansible's ``int`` filter read it before.
     """
     status = status if isinstance(status, dict) else {}
     state = str(status.get('ActiveState') or 'inactive')
-    pid, restarts = int(status.get('MainPID') or 0), int(status.get('NRestarts') or 0)
+    pid, restarts = _int_or_zero(status.get('MainPID')), _int_or_zero(status.get('NRestarts'))
     return {'active': service_active(state, 'systemd'), 'state': state, 'pid': pid, 'restarts': restarts,
             'baseline': {'MainPID': pid, 'NRestarts': restarts}}
+
+
+def _int_or_zero(value):
+    """An integer property as int; 0 for None, empty or anything that is no integer (Ansible's ``int`` filter)."""
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def parse_systemctl_show(text):

@@ -18,8 +18,10 @@ description:
     every host of the batch finishing a task before the next begins. It only makes the controller faster.
   - Opt-in. Select it for the collection's playbooks as any strategy is selected - C(strategy = inferops.sglang.linear)
     in the C([defaults]) section of C(ansible.cfg), or C(ANSIBLE_STRATEGY=inferops.sglang.linear). The playbooks do
-    not name a strategy, so the one you configure (Mitogen's, C(free), C(debug)) is the one they run with.
-  - ansible-core 2.19 deprecates strategy plugins outside C(ansible.builtin) - each run with it prints a deprecation
+    not name a strategy, so the one you configure is the one they run with. It must be a linear one (this, Ansible's
+    default, C(debug), Mitogen's C(mitogen_linear)), never C(free) or C(host_pinned) - the ranks of a multi-node
+    replica wait for each other task by task.
+  - ansible-core deprecates strategy plugins outside C(ansible.builtin) from 2.19 on - each run with it prints a deprecation
     warning, and a future ansible-core may not load it. The collection works the same without it.
   - Before the first play it imports the filter plugins of C(inferops.sglang) on the controller. Ansible runs every
     task in a worker process forked from the controller, so what the controller imported, every worker has. Without

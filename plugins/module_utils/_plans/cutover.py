@@ -642,6 +642,21 @@ def cutover_inputs(service, cuda_env):
     return {'service': dict(SERVICE_DEFAULTS, **_dict(service)), 'cuda_env': dict(CUDA_ENV_DEFAULTS, **_dict(cuda_env))}
 
 
+def cutover_known_status(service, unit):
+    """The unit's status the service role handed on (its output's ``unit_status``), where the cutover may take it instead
+    of reading the unit: a mapping with an ``ActiveState``, of the unit the cutover manages (``service['unit']`` is
+    ``unit``, ``cutover_unit``); else {} - the cutover reads the unit's status itself.
+
+    :param service: the cutover's service input (``_cutover_in.service``). :param unit: ``cutover_unit``.
+    :returns: dict (the status as handed on, or {}).
+    """
+    service = _dict(service)
+    status = service.get('unit_status')
+    if not hasattr(status, 'get') or not status.get('ActiveState') or service.get('unit') != unit:
+        return {}
+    return dict(status)
+
+
 def cutover_failure(result, task_name='', api_key=''):
     """What the cutover notes of a failed step (a rescue's ``ansible_failed_result``).
 

@@ -21,7 +21,7 @@ def seconds(value):
     """A number of seconds as float, or None (missing, empty, not a number)."""
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 

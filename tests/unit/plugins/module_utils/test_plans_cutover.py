@@ -618,3 +618,21 @@ def test_the_output_names_the_run_whose_lock_the_gate_gave_back(lock, given_back
     from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import cutover_outcome
     state = {'action': 'none', 'previous': {'exists': True}, 'lock_run_id': 'run-1', 'gate': {'state': 'ready', 'lock': lock}}
     assert cutover_outcome(state)['output']['lock_given_back'] == given_back
+
+
+
+@pytest.mark.parametrize('service,unit,known', [
+    ({'unit': 'sglang.service', 'unit_status': {'ActiveState': 'active', 'MainPID': '7'}}, 'sglang.service',
+     {'ActiveState': 'active', 'MainPID': '7'}),
+    ({'unit': 'sglang.service', 'unit_status': {'ActiveState': 'active'}}, 'other.service', {}),  # cutover_unit differs
+    ({'unit': 'sglang.service', 'unit_status': None}, 'sglang.service', {}),
+    ({'unit': 'sglang.service', 'unit_status': 'a=b'}, 'sglang.service', {}),
+    ({'unit': 'sglang.service', 'unit_status': {'LoadState': 'loaded'}}, 'sglang.service', {}),  # no ActiveState
+    ({'unit': 'sglang.service', 'unit_status': {}}, 'sglang.service', {}),
+    ({'unit': 'sglang.service'}, 'sglang.service', {}),
+    (None, 'sglang.service', {})])
+def test_the_cutover_takes_only_a_whole_status_of_its_own_unit(service, unit, known):
+    """A hand-written or odd unit_status (null, text, no ActiveState) or one of another unit than cutover_unit is no
+    status: the cutover reads the unit itself (breaker review)."""
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import cutover_known_status
+    assert cutover_known_status(service, unit) == known

@@ -862,7 +862,7 @@ def test_a_converged_host_hands_the_status_its_read_found_to_the_cutover():
     assert service_steps('systemd', {'files_changed': False, 'changed': True}, SKIPPED, SKIPPED, read, False, 1)['unit_status'] == STATUS
 
 
-@pytest.mark.parametrize('age', [10.5, 300, None, 'soon', -1])
+@pytest.mark.parametrize('age', [10.5, 300, None, 'soon', -1, 10 ** 400, float('nan')])
 def test_a_status_read_too_long_ago_or_at_an_unknown_time_is_read_again(age):
     """A batch that waited for another host's install (or a parser check importing torch) is past STATUS_MAX_AGE_S:
     systemd may have acted meanwhile (Restart=, the OOM killer), so the cutover reads the unit itself."""

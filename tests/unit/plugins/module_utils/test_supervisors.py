@@ -174,6 +174,7 @@ def test_systemd_reading_is_what_the_cutover_keeps_of_a_unit(status, reading):
     assert _supervisors.systemd_reading(status) == reading
 
 
-def test_systemd_reading_refuses_a_pid_that_is_no_number():
-    with pytest.raises(ValueError):
-        _supervisors.systemd_reading({'ActiveState': 'active', 'MainPID': 'n/a'})
+def test_systemd_reading_reads_a_pid_that_is_no_number_as_zero():
+    """As the Jinja it replaced (``MainPID | int``): junk is 0, never a failed decision."""
+    assert _supervisors.systemd_reading({'ActiveState': 'active', 'MainPID': 'n/a', 'NRestarts': '4.0'})['baseline'] == {
+        'MainPID': 0, 'NRestarts': 0}
