@@ -620,7 +620,6 @@ def test_the_output_names_the_run_whose_lock_the_gate_gave_back(lock, given_back
     assert cutover_outcome(state)['output']['lock_given_back'] == given_back
 
 
-
 @pytest.mark.parametrize('service,unit,known', [
     ({'unit': 'sglang.service', 'unit_status': {'ActiveState': 'active', 'MainPID': '7'}}, 'sglang.service',
      {'ActiveState': 'active', 'MainPID': '7'}),
