@@ -25,6 +25,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover imp
     cutover_replica,
     cutover_status_router,
 )
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover_host import cutover_preflight, cutover_strays_ruled_out
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.cuda_env import cuda_env_plan, cuda_env_secrets
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.facts import facts_summary
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import replica_args
@@ -43,6 +44,7 @@ class FilterModule(object):
             'cutover_check_failure': as_filter(cutover_check_failure),
             'cutover_dark_window': as_filter(cutover_dark_window),
             'cutover_outcome': as_filter(cutover_outcome),
+            'cutover_preflight': as_filter(cutover_preflight),
             'cutover_record': as_filter(cutover_record),
             'cutover_inputs': as_filter(cutover_inputs),
             'cutover_known_status': as_filter(cutover_known_status),
@@ -50,6 +52,7 @@ class FilterModule(object):
             'cutover_failure': as_filter(cutover_failure),
             'cutover_gives_back_lock': as_filter(cutover_gives_back_lock),
             'cutover_status_router': as_filter(cutover_status_router),
+            'cutover_strays_ruled_out': as_filter(cutover_strays_ruled_out),
             'replica_args': as_filter(replica_args),
             'known_good_manifest': as_filter(known_good_manifest),
             'cuda_env_plan': as_filter(cuda_env_plan),

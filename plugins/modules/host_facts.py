@@ -879,6 +879,15 @@ ansible_facts:
           type: list
           elements: dict
           returned: always
+        lock_run_id:
+          description:
+            - The run (O(lock.run_id)) whose host lock this call took, or found it already held, before it read
+              anything; empty without O(lock) and in check mode (which takes no lock).
+            - While that run holds the lock, no other run of the collection changes the host - the cutover uses this
+              to know the facts are its own run's (filter P(inferops.sglang.cutover_strays_ruled_out#filter)).
+          type: str
+          returned: always
+          sample: 20261204T130000Z-5f3a9c21
         foreign:
           description:
             - SGLang processes of other containers (another PID namespace than this module's, or a cgroup of
@@ -1445,6 +1454,7 @@ def main():
 
     facts.update(found)
     facts['endpoint'] = endpoint.result()
+    facts['lock_run_id'] = p['lock']['run_id'] if taken is not None and not module.check_mode else ''
 
     result = dict(changed=False, ansible_facts={'inferops_sglang': facts})
     if taken is not None:

@@ -30,7 +30,8 @@ NAMED_CHECK_SOURCES = {'service': [os.path.join(ROOT, "plugins", "module_utils",
                                    os.path.join(ROOT, "plugins", "module_utils", "_plans", "service.py"),
                                    os.path.join(ROOT, "plugins", "module_utils", "_plans", "service_host.py"),
                                    os.path.join(ROOT, "plugins", "module_utils", "_plans", "service_model.py")],
-                       'cuda_env': [os.path.join(ROOT, "plugins", "module_utils", "_plans", "cuda_env.py")]}
+                       'cuda_env': [os.path.join(ROOT, "plugins", "module_utils", "_plans", "cuda_env.py")],
+                       'cutover': [os.path.join(ROOT, "plugins", "module_utils", "_plans", "cutover_host.py")]}
 
 
 def tasks(items):

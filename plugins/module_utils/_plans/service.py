@@ -369,6 +369,7 @@ def _plan_inputs(inp, facts, seen):
     plan['output'] = output(inp, plan, facts)
     plan['problems'] = problems(inp, plan, facts, seen)
     plan['model_notes'], plan['warnings'] = service_model.notes_and_warnings(inp, plan, facts, seen)
+    plan['run_notes'] = service_host.run_notes(inp, plan, facts)
     return plan
 
 

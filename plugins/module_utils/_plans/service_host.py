@@ -13,6 +13,8 @@ join the plan's ``problems``.
 - A multi-node replica (``--dist-init-addr``) rendezvouses there instead; its Gloo and NCCL bind the address the
   hostname resolves to unless ``GLOO_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME`` name an interface, and a stock Debian
   or Ubuntu ``/etc/hosts`` maps the hostname to 127.0.1.1, so rank 1 never connects.
+
+And what the role shows about the host's hand-started servers before it writes (:func:`run_notes`).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -270,3 +272,34 @@ def args_memo(plan, seen):
         return {}
     asked = _args_check_cache.request_digest(plan['command'][0], plan['argv_args'], plan['sglang_env_names'])
     return dict(result) if found.get('request') == asked else {}
+
+
+def run_notes(inp, plan, facts):
+    """What the service role shows before it writes (one task, nothing when the list is empty): how each stray server
+    the facts saw differs from the unit (a dict: ``server``, ``argv``, ``unit``, ``difference`` - the ``args_diff`` of
+    its arguments and the unit's - and ``same_interpreter``), the adopted variables masked as secrets that were not
+    copied, and the ``SGLANG_*`` names the installed SGLang does not read (left out of the environment file).
+
+    :returns: list of dicts and str.
+    """
+    notes = []
+    command = [str(token) for token in plan['command'] or []]
+    for stray in facts.get('strays') or []:
+        stray = stray if isinstance(stray, dict) else {}
+        notes.append({
+            'server': 'pid %s on port %s' % (stray.get('main_pid'), stray.get('port')),
+            'argv': ' '.join(str(token) for token in stray.get('argv') or []),
+            'unit': ' '.join(command),
+            'difference': _server_args.diff_args(_server_args.argv_to_args(stray.get('args') or []), plan['args_map']),
+            'same_interpreter': bool(command) and stray.get('executable') == command[0],
+        })
+    if plan['masked_names']:
+        notes.append("The hand-started server's environment holds %s, which look like secrets; they are not copied. Set "
+                     'them in service_environment (kept in the 0600 environment file).' % ', '.join(plan['masked_names']))
+    unread = plan['env_unread']
+    if unread:
+        one = len(unread) == 1
+        notes.append('%s %s left out of %s: SGLang %s does not read %s (no source of its sglang package in %s mentions %s).'
+                     % (', '.join(unread), 'is' if one else 'are', inp['env_file'], plan['sglang']['version'],
+                        'it' if one else 'them', plan['sglang']['venv'], 'it' if one else 'them'))
+    return notes

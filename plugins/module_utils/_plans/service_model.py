@@ -79,9 +79,16 @@ def model_configs(seen):
 
 def notes_and_warnings(inp, plan, facts, seen):
     """(notes, warnings), lists of str: what the model checks skipped (a model found nowhere, a registry not found),
-    and what works but wastes or slows (GPUs tp x pp x dp leaves idle, an architecture only Transformers implements)."""
+    why no tp-size was derived from the GPU count (``tp_unusable``, with topology defaults on and no tp-size given or
+    adopted), and what works but wastes or slows (GPUs tp x pp x dp leaves idle, an architecture only Transformers
+    implements)."""
     info = _host_reads(seen)
     notes = [entry['note'] + '.' for entry in info.get('model_configs') or [] if entry.get('note')]
+    if (inp.get('topology_defaults') and not plan.get('adopted') and plan.get('tp_unusable')
+            and 'tp-size' not in (plan.get('server_args') or {})):
+        tp = plan['settings']['tp']
+        notes.append('No tp-size was added from the %s GPU(s) seen: %s. The server runs with tp %s%s.' % (
+            facts.get('gpu_count'), plan['tp_unusable'], tp, " (SGLang's default)" if tp == 1 else ''))
     warnings = []
     main, dummy = model_configs(seen)
     if main and main.get('config'):

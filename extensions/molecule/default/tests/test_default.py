@@ -324,6 +324,48 @@ class TestFabric:
                 host.run("printf '%%s' %s > %s", saved, STANDIN_CONFIG)
 
 
+ORPHAN = r"""
+import os, time
+from sglang.srt.utils.common import set_proc_title
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        set_proc_title("sglang::scheduler_TP9")
+        device = open("/dev/nvidia0", "rb")
+        time.sleep(600)
+    os._exit(0)
+"""
+STRAY_TASK = "TASK [inferops.sglang.cutover : Stop stray SGLang servers and wait until their GPUs and port are free]"
+
+
+def task_status(out, task):
+    """The first status line (ok, changed, skipping, fatal) under the task's header in an ansible-playbook output."""
+    after = out[out.index(task) + len(task):]
+    return next(line.split(":")[0] for line in after.splitlines() if line.split(":")[0] in ("ok", "changed", "skipping", "fatal"))
+
+
+@pytest.mark.parametrize("host", HOSTS, indirect=True)
+class TestConvergedStrays:
+    """A converged re-run leaves out its stray scan when its own host facts saw only the unit's server (filter
+    cutover_strays_ruled_out), and still stops a stray those facts saw: an orphaned scheduler holding a GPU."""
+
+    def test_the_scan_runs_only_for_strays_the_facts_saw(self, host, tmp_path):
+        import yaml
+
+        with open(os.path.join(os.path.dirname(__file__), "..", "converge.yml")) as handle:
+            converge_vars = yaml.safe_load(handle)[0]["vars"]
+        serving = main_pid(host)
+        rc, out = site(tmp_path, converge_vars)
+        assert rc == 0 and task_status(out, STRAY_TASK) == "skipping", out[-4000:]
+        host.run_expect([0], "%s -c %s", VENV_PY, ORPHAN)
+        orphan = [p["pid"] for p in processes(host) if p["argv"][:1] == ["sglang::scheduler_TP9"]]
+        assert len(orphan) == 1, processes(host)
+        rc, out = site(tmp_path, converge_vars)
+        assert rc == 0 and task_status(out, STRAY_TASK) == "changed", out[-4000:]
+        assert not host.process.filter(pid=orphan[0]), "the orphaned scheduler was stopped"
+        assert main_pid(host) == serving and health_status(host, 30000) == "200"
+
+
 @pytest.mark.parametrize("host", HOSTS, indirect=True)
 class TestReboot:
     """Runs last: restarting the host (the container) brings the service back healthy with no Ansible run."""

@@ -24,8 +24,8 @@ def test_every_plan_filter_has_its_documentation():
     filters = dict(CutoverPlans().filters(), **ServicePlan().filters())
     assert sorted(filters) == ['cuda_env_plan', 'cuda_env_secrets', 'cutover_check_failure', 'cutover_dark_window',
                                'cutover_decide', 'cutover_failure', 'cutover_gives_back_lock', 'cutover_inputs', 'cutover_known_good',
-                               'cutover_known_status', 'cutover_outcome',
-                               'cutover_record', 'cutover_replica', 'cutover_status_router', 'facts_summary', 'known_good_manifest', 'preflight_message',
+                               'cutover_known_status', 'cutover_outcome', 'cutover_preflight', 'cutover_record', 'cutover_replica',
+                               'cutover_status_router', 'cutover_strays_ruled_out', 'facts_summary', 'known_good_manifest', 'preflight_message',
                                'replica_args', 'service_deployed', 'service_plan', 'service_steps']
     for name in filters:
         with open(os.path.join(FILTER_DIR, name + '.yml')) as handle:

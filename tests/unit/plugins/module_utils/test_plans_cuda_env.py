@@ -155,6 +155,14 @@ def test_the_read_is_not_judged_while_the_settings_fail():
     assert checks(plan) == [plan_mod.CHECK_CUDA_HOME, plan_mod.CHECK_ENV]
 
 
+def test_a_read_left_out_for_failed_settings_gives_their_problems_alone():
+    """The pre-flight skips the host read while the settings or the facts fail, and checks both calls' problems in one
+    task: the second call gets Ansible's result of a skipped task."""
+    skipped = {'changed': False, 'skipped': True, 'skip_reason': 'Conditional result was False', 'false_condition': 'x'}
+    assert checks(cuda_env_plan(dict(INPUTS, cuda_home='x'), FACTS, skipped)) == [plan_mod.CHECK_CUDA_HOME, plan_mod.CHECK_ENV]
+    assert checks(cuda_env_plan(INPUTS, {}, skipped)) == [plan_mod.CHECK_FACTS]
+
+
 def test_preflight_message():
     assert preflight_message([], 'h') == '0 pre-flight check(s) failed on h; nothing was changed.'
     items = [problem('Check A', ' a is wrong.\n'), problem('Check B', 'b too.')]

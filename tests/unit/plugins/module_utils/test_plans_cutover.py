@@ -635,3 +635,82 @@ def test_the_cutover_takes_only_a_whole_status_of_its_own_unit(service, unit, kn
     status: the cutover reads the unit itself (breaker review)."""
     from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover import cutover_known_status
     assert cutover_known_status(service, unit) == known
+
+
+def _facts(**changes):
+    """Host facts of a converged host: one server, the unit's (pid 7), read under run-1's lock."""
+    facts = {'lock_run_id': 'run-1', 'strays': [],
+             'servers': [{'main_pid': 7, 'managed': True, 'managed_by': {'manager': 'systemd', 'unit': 'sglang.service'}}]}
+    facts.update(changes)
+    return facts
+
+
+_STRAY = {'main_pid': 9, 'managed': False, 'managed_by': {'manager': None, 'unit': None}}
+_OTHER_UNIT = {'main_pid': 11, 'managed': True, 'managed_by': {'manager': 'systemd', 'unit': 'other.service'}}
+_SUPERVISED = {'main_pid': 12, 'managed': True, 'managed_by': {'manager': 'supervisord', 'unit': None}}
+
+
+def test_this_runs_facts_without_strays_rule_the_scan_out():
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover_host import cutover_strays_ruled_out
+    assert cutover_strays_ruled_out(_facts(), 'sglang.service', 'systemd', 7, 'run-1') is True
+    assert cutover_strays_ruled_out(_facts(), 'sglang.service', 'systemd', '7', 'run-1') is True  # a templated pid
+
+
+@pytest.mark.parametrize('facts,unit,manager,pid,run_id', [
+    (_facts(), 'sglang.service', 'systemd', 7, ''),                           # no lock: facts of any age, any run
+    (_facts(lock_run_id=''), 'sglang.service', 'systemd', 7, 'run-1'),        # facts read without a lock (check mode)
+    (_facts(lock_run_id='run-0'), 'sglang.service', 'systemd', 7, 'run-1'),   # an earlier run's (a fact cache)
+    ({k: v for k, v in _facts().items() if k != 'lock_run_id'}, 'sglang.service', 'systemd', 7, 'run-1'),
+    (_facts(), 'sglang.service', 'supervisord', 7, 'run-1'),                 # the scan excludes supervisord's pid
+    (_facts(strays=[_STRAY]), 'sglang.service', 'systemd', 7, 'run-1'),
+    (_facts(servers=_facts()['servers'] + [_STRAY], strays=[_STRAY]), 'sglang.service', 'systemd', 7, 'run-1'),
+    (_facts(servers=_facts()['servers'] + [_OTHER_UNIT]), 'sglang.service', 'systemd', 7, 'run-1'),  # a stray to the scan
+    (_facts(servers=_facts()['servers'] + [_SUPERVISED]), 'sglang.service', 'systemd', 7, 'run-1'),
+    (_facts(), 'other.service', 'systemd', 7, 'run-1'),                       # the facts' unit was not the cutover's
+    (_facts(servers=[]), 'sglang.service', 'systemd', 7, 'run-1'),            # a failed discovery lists none
+    (_facts(servers=None), 'sglang.service', 'systemd', 7, 'run-1'),
+    (_facts(servers='x'), 'sglang.service', 'systemd', 7, 'run-1'),
+    (_facts(), 'sglang.service', 'systemd', 8, 'run-1'),                      # restarted since: another main pid
+    (_facts(), 'sglang.service', 'systemd', 0, 'run-1'),
+    (_facts(), 'sglang.service', 'systemd', None, 'run-1'),
+    (_facts(), 'sglang.service', 'systemd', 'x', 'run-1'),
+    (_facts(servers=[{'main_pid': 7}]), 'sglang.service', 'systemd', 7, 'run-1'),  # no managed_by: not proven
+    (None, 'sglang.service', 'systemd', 7, 'run-1'),
+    ({}, 'sglang.service', 'systemd', 7, 'run-1')])
+def test_anything_short_of_proof_leaves_the_stray_scan_to_run(facts, unit, manager, pid, run_id):
+    """The verify step skips its scan only on this run's facts that saw the unit's running server and nothing else."""
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover_host import cutover_strays_ruled_out
+    assert cutover_strays_ruled_out(facts, unit, manager, pid, run_id) is False
+
+
+GATE_SETTINGS = {'health_request_timeout': 30, 'health_interval': 5, 'health_budget': 900, 'health_round_seconds': 30,
+                 'record_path': '/root/production_v2.md'}
+
+
+def test_the_cutover_preflight_passes_the_defaults_on_a_healthy_host():
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover_host import cutover_preflight
+    assert cutover_preflight(GATE_SETTINGS, {'gpus': [], 'gpu_count': 0}) == {'problems': []}
+    assert cutover_preflight(dict(GATE_SETTINGS, health_request_timeout='20', health_budget='20.0'), None) == {'problems': []}
+
+
+@pytest.mark.parametrize('change', [
+    {'health_request_timeout': 19}, {'health_interval': 0}, {'health_round_seconds': 0}, {'health_budget': 29},
+    {'record_path': 'production_v2.md'}, {'record_path': None}, {'health_request_timeout': 'soon'}])
+def test_each_bad_gate_setting_is_a_problem_naming_them_all(change):
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover_host import CHECK_GATE_SETTINGS, cutover_preflight
+    problems = cutover_preflight(dict(GATE_SETTINGS, **change), {})['problems']
+    assert [p['check'] for p in problems] == [CHECK_GATE_SETTINGS]
+    assert 'cutover_health_request_timeout must be at least 20 s' in problems[0]['message']
+    assert str(list(change.values())[0]) in problems[0]['message'], 'the message shows the values it read'
+
+
+def test_a_host_that_needs_a_reboot_is_refused_with_the_gate_settings_at_once():
+    """Every problem at once: a lost GPU (the GPU rule, count not checked) and a bad setting, each under its check."""
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover_host import (
+        CHECK_GATE_SETTINGS, CHECK_GPUS, cutover_preflight)
+    facts = {'gpus': [{'index': 0, 'mig_mode': 'Disabled'}], 'gpu_count': 1,
+             'lost_gpus': [{'pci_bus_id': '0000:BA:00.0', 'error': 'Unknown Error'}]}
+    problems = cutover_preflight(dict(GATE_SETTINGS, health_interval=0), facts)['problems']
+    assert [p['check'] for p in problems] == [CHECK_GATE_SETTINGS, CHECK_GPUS]
+    assert 'is lost' in problems[1]['message'] and 'reboot' in problems[1]['message']
+    assert cutover_preflight(GATE_SETTINGS, {'gpus': [], 'gpu_count': 0, 'lost_gpus': []})['problems'] == []

@@ -894,3 +894,44 @@ def test_no_status_under_supervisord_or_from_a_read_without_one():
 def test_a_unit_read_that_is_no_mapping_counts_as_not_read():
     from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_files import service_steps
     assert service_steps('systemd', SKIPPED, SKIPPED, SKIPPED, 'oops')['exposure'] == {'before': None, 'after': None}
+
+
+MIG_GPUS = {'gpus': [{'index': i, 'mig_mode': 'Enabled'} for i in range(8)], 'gpu_count': 8}
+
+
+@pytest.mark.parametrize('server_args, topology_defaults, noted', [
+    ({}, True, True),
+    ({'tp-size': 1}, True, False),           # set by the user: nothing to explain
+    ({}, False, False),                      # no topology defaults: none was to be derived
+])
+def test_the_notes_say_why_no_tp_size_was_derived_from_the_gpu_count(server_args, topology_defaults, noted):
+    plan = service_plan(inputs(server_args=dict(server_args, **{'model-path': '/models/m'}), topology_defaults=topology_defaults),
+                        facts(**MIG_GPUS), MODEL_SEEN)
+    note = ("No tp-size was added from the 8 GPU(s) seen: 8 of 8 GPUs are in MIG mode. The server runs with tp 1 "
+            "(SGLang's default).")
+    assert (note in plan['model_notes']) is noted, plan['model_notes']
+    assert plan['tp_unusable'] == '8 of 8 GPUs are in MIG mode'
+
+
+def test_the_run_notes_show_each_stray_against_the_unit_and_what_was_left_out():
+    stray = dict(STRAY, args=['--model-path', '/models/m', '--port', '30000', '--mem-fraction-static', '0.7'],
+                 argv=STRAY['argv'] + ['--mem-fraction-static', '0.7'])
+    plan = service_plan(inputs(adopt=False), facts(strays=[stray]))
+    note = plan['run_notes'][0]
+    assert note['server'] == 'pid 4242 on port 30000' and note['argv'] == ' '.join(stray['argv'])
+    assert note['unit'] == ' '.join(plan['command']) and note['same_interpreter'] is (plan['command'][0] == '/opt/env/bin/python3')
+    assert note['difference']['removed'].get('mem-fraction-static') == '0.7', note['difference']
+    assert service_plan(inputs(), facts())['run_notes'] == []
+
+
+def test_the_run_notes_name_masked_and_unread_variables():
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.service_host import run_notes
+    plan = {'command': ['/v/bin/python3'], 'args_map': {}, 'masked_names': ['HF_TOKEN'], 'env_unread': ['SGLANG_X', 'SGLANG_Y'],
+            'sglang': {'version': '0.5.23', 'venv': '/opt/sglang/venvs/0.5.23'}}
+    notes = run_notes({'env_file': '/etc/sglang/sglang.env'}, plan, {})
+    assert notes[0].startswith("The hand-started server's environment holds HF_TOKEN, which look like secrets")
+    assert notes[1] == ('SGLANG_X, SGLANG_Y are left out of /etc/sglang/sglang.env: SGLang 0.5.23 does not read them (no source '
+                        'of its sglang package in /opt/sglang/venvs/0.5.23 mentions them).')
+    one = run_notes({'env_file': '/e'}, dict(plan, masked_names=[], env_unread=['SGLANG_X']), {})
+    assert one == ['SGLANG_X is left out of /e: SGLang 0.5.23 does not read it (no source of its sglang package in '
+                   '/opt/sglang/venvs/0.5.23 mentions it).']

@@ -28,7 +28,7 @@ COLLECTIONS_PATH = os.environ.get('ANSIBLE_COLLECTIONS_PATH') or os.path.abspath
 FACT_KEYS = {'init', 'python', 'gpus', 'gpu_count', 'driver_version', 'cuda_driver_version', 'interconnect',
              'topology', 'gpu_processes', 'nvidia_smi', 'cuda', 'listeners', 'units', 'supervisor',
              'servers', 'strays', 'foreign', 'endpoint', 'lost_gpus', 'gpu_error', 'fabric', 'fabric_manager',
-             'xid_events', 'network'}
+             'xid_events', 'network', 'lock_run_id'}
 INIT_KEYS = {'system', 'pid1', 'pid1_cmdline', 'systemd_booted', 'systemd_version', 'container', 'cron_running',
              'cron'}
 CRON_KEYS = {'daemon', 'reads_cron_d', 'crontabs_dir', 'reboot_marker', 'reboot_marker_exists', 'reboot_marker_persists'}
@@ -613,15 +613,18 @@ def test_the_lock_is_taken_before_the_reads_and_a_held_one_fails_naming_the_hold
         would_code, would = _facts_call(monkeypatch, capsys, tmp_path, dict(base, lock=lock), check=True)
         assert would_code == 0 and would['lock']['changed'] and 'Would take' in would['lock']['msg']
         assert not os.path.exists(path) or not _host_lock.peek(path)['held']
+        assert would['ansible_facts']['inferops_sglang']['lock_run_id'] == '', 'check mode takes no lock'
 
         code, taken = _facts_call(monkeypatch, capsys, tmp_path, dict(base, lock=lock))
         assert code == 0 and taken['changed'] is False
         assert taken['lock']['changed'] and taken['lock']['lock']['run_id'] == 'run-a' and taken['lock']['stale'] is None
         assert 'diff' not in taken['lock'] and 'warnings' not in taken['lock'] and 'failed' not in taken['lock']
         check_shape(taken['ansible_facts']['inferops_sglang'])
+        assert taken['ansible_facts']['inferops_sglang']['lock_run_id'] == 'run-a', 'the facts name the run whose lock they were read under'
 
         again_code, again = _facts_call(monkeypatch, capsys, tmp_path, dict(base, lock=lock))
         assert again_code == 0 and not again['lock']['changed'] and 'already' in again['lock']['msg']
+        assert again['ansible_facts']['inferops_sglang']['lock_run_id'] == 'run-a'
 
         busy_code, busy = _facts_call(monkeypatch, capsys, tmp_path, dict(base, lock=dict(lock, run_id='run-b')))
         assert busy_code != 0 and busy['failed']
@@ -638,7 +641,7 @@ def test_the_lock_is_taken_before_the_reads_and_a_held_one_fails_naming_the_hold
         assert _host_lock.release(path, 'run-a')['result'] in ('released', 'not_held', 'expired')
 
     code, unlocked = _facts_call(monkeypatch, capsys, tmp_path, base)
-    assert code == 0 and 'lock' not in unlocked
+    assert code == 0 and 'lock' not in unlocked and unlocked['ansible_facts']['inferops_sglang']['lock_run_id'] == ''
 
 
 def test_take_reports_as_host_lock_did(tmp_path):
