@@ -3,10 +3,13 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The one HTTP client of the collection's modules.
+"""The one HTTP client of the collection's modules, and the address a local probe uses.
 
-* ``probe_host``, ``base_url``, ``host_port``, ``is_local_host``, ``is_local_url``, ``probe_url_of`` and ``SCHEMES``:
-  the address rules of ``_address`` (their one home), named here for the modules that probe.
+* ``probe_host(bind_host)`` / ``base_url(host, port, scheme)``: where to reach a server that binds
+  ``bind_host`` - a wildcard bind (``0.0.0.0``, empty, ``None``) is probed on ``127.0.0.1``, ``::`` on ``::1``;
+  IPv6 literals are bracketed (``host_port``, the one ``host:port`` join of the collection). The filter
+  ``inferops.sglang.probe_url`` exposes ``base_url`` to roles; the worker and router URLs built on it are in
+  ``_plans/urls.py``.
 * ``request(url, ...)``: one request through ansible-core's ``ansible.module_utils.urls`` (no dependency on the
   target). It returns a ``Response`` instead of raising - an HTTP error answer is a status, a request that got no
   HTTP answer (connection refused, timeout, reset, TLS failure, bad URL) has ``status`` None and ``error`` set
@@ -23,6 +26,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import inspect
+import ipaddress
 import json
 import socket
 import ssl
@@ -31,14 +35,11 @@ import time
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 from ansible.module_utils.six.moves import http_client
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.six.moves.urllib.parse import urlsplit
 from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
 from ansible.module_utils.urls import Request, make_context
 
-# The address rules live in _address (no HTTP client there: the controller's filters import it); named here too, for
-# the modules that probe.
-from ansible_collections.inferops.sglang.plugins.module_utils._address import (  # noqa: F401 pylint: disable=unused-import
-    SCHEMES, base_url, host_port, is_local_host, is_local_url, probe_host, probe_url_of)
-
+SCHEMES = ('http', 'https')
 
 # What a 401 or 403 answer means, in the words every module of the collection uses.
 AUTH_REQUIRED = 'the server requires an API key'
@@ -51,6 +52,95 @@ NO_ANSWER = (URLError, OSError, socket.error, socket.timeout, http_client.HTTPEx
 BODY_UNREADABLE = (AttributeError,) + NO_ANSWER
 
 
+def probe_host(bind_host):
+    """The address to probe a server on that binds ``bind_host``.
+
+    ``0.0.0.0``, ``''`` and ``None`` (every IPv4 address) -> ``127.0.0.1``; ``::`` (every address) -> ``::1``;
+    any other host is returned unchanged.
+    """
+    if bind_host is None or bind_host in ('', '0.0.0.0'):
+        return '127.0.0.1'
+    if bind_host == '::':
+        return '::1'
+    return bind_host
+
+
+def host_port(host, port):
+    """``<host>:<port>`` as URLs and ``host:port`` options (SGLang's ``--dist-init-addr``) write it: an IPv6 literal
+    in brackets (``[fd00:10::1]:5000``; one already in brackets is kept), an IPv4 address or a name as it is.
+
+    :param host: str, an address literal or a name (not empty).
+    :param port: int or its text, 1 to 65535.
+    :raises ValueError: for an empty host or a port outside 1-65535; TypeError for a port that is not a number.
+    """
+    number = int(port)
+    if not 0 < number < 65536:
+        raise ValueError('port must be between 1 and 65535, not %r' % (port,))
+    host = to_text(host or '').strip()
+    if host.startswith('[') and host.endswith(']'):
+        host = host[1:-1]
+    if not host:
+        raise ValueError('the host is empty')
+    if ':' in host:
+        host = '[%s]' % host
+    return '%s:%d' % (host, number)
+
+
+def base_url(host, port, scheme='http'):
+    """``<scheme>://<probe_host(host)>:<port>``, the host and port joined by ``host_port`` (IPv6 in brackets).
+
+    Raises ValueError for a port outside 1-65535 or a scheme other than http/https, TypeError for a port
+    that is not a number.
+    """
+    if scheme not in SCHEMES:
+        raise ValueError('scheme must be http or https, not %r' % (scheme,))
+    if host and host.startswith('[') and host.endswith(']'):
+        host = host[1:-1]
+    return '%s://%s' % (scheme, host_port(probe_host(host), port))
+
+
+def is_local_host(host):
+    """Whether ``host`` (a name or an address literal, bracketed or not) is this machine.
+
+    True for loopback - ``127.0.0.0/8`` (``127.1`` style short forms included), ``::1``, an IPv4-mapped
+    loopback address, ``localhost`` and names under ``.localhost`` - and for the wildcard addresses a probe maps
+    to loopback (``0.0.0.0``, ``::``, empty, None). False for every other name or address.
+    """
+    text = to_text(host or '').strip().lower()
+    if text.startswith('[') and text.endswith(']'):
+        text = text[1:-1]
+    text = text.rstrip('.')
+    if text in ('', 'localhost') or text.endswith('.localhost'):
+        return True
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        address = None
+    if address is not None:
+        mapped = getattr(address, 'ipv4_mapped', None)
+        if mapped is not None:
+            address = mapped
+        return address.is_loopback or address.is_unspecified
+    if text and all(char.isdigit() or char == '.' for char in text):
+        try:  # the short numeric forms the resolver accepts: 127.1, 2130706433
+            packed = socket.inet_aton(text)
+        except (OSError, socket.error):
+            return False
+        return packed[:1] == b'\x7f' or packed == b'\0\0\0\0'
+    return False
+
+
+def is_local_url(url):
+    """Whether ``url`` (``scheme://host...``) points at this machine (``is_local_host`` of its host)."""
+    try:
+        parts = urlsplit(to_native(url))
+    except ValueError:
+        return False
+    if not parts.scheme or not parts.netloc:
+        return False
+    return is_local_host(parts.hostname)
+
+
 def auth_refusal(status, key_sent):
     """Why an answer with ``status`` refused the request for want of a valid API key, or None.
 
@@ -61,6 +151,37 @@ def auth_refusal(status, key_sent):
     if status not in (401, 403):
         return None
     return AUTH_REFUSED if key_sent else AUTH_REQUIRED
+
+
+def probe_url_of(url):
+    """``url`` with a wildcard host (``0.0.0.0``, ``[::]``, empty) replaced by ``probe_host``'s loopback address.
+
+    Any other URL is returned unchanged, as is text that is not ``scheme://host...``.
+    """
+    scheme, sep, rest = url.partition('://')
+    if not sep:
+        return url
+    cut = len(rest)
+    for char in '/?#':
+        if char in rest:
+            cut = min(cut, rest.index(char))
+    netloc, tail = rest[:cut], rest[cut:]
+    userinfo, at, hostport = netloc.rpartition('@')
+    if hostport.startswith('['):
+        host, bracket, port = hostport[1:].partition(']')
+        if not bracket:
+            return url
+    elif hostport.count(':') > 1:
+        return url  # an IPv6 literal without brackets: not a URL to guess about
+    else:
+        host, colon, port = hostport.partition(':')
+        port = colon + port
+    probe = probe_host(host)
+    if probe == host:
+        return url
+    if ':' in probe:
+        probe = '[%s]' % probe
+    return '%s://%s%s%s%s%s' % (scheme, userinfo, at, probe, port, tail)
 
 
 class Response(object):

@@ -65,23 +65,6 @@ def test_one_http_client():
     assert users == [], 'build_opener used in %s; use module_utils/_http.py' % users
 
 
-def test_the_filters_import_no_http_client():
-    """The controller imports the collection's filter plugins in its workers (and once in its main process): none of
-    them imports the HTTP client (_http, and with it ansible-core's urls, about 26 ms per process); the address rules
-    they need are in _address."""
-    import subprocess
-    import sys
-    code = ('import importlib, pkgutil, sys\n'
-            'import ansible_collections.inferops.sglang.plugins.filter as package\n'
-            'for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):\n'
-            '    importlib.import_module(info.name)\n'
-            'print(sorted(name for name in sys.modules if name == "ansible.module_utils.urls" or name.endswith("._http")))\n')
-    out = subprocess.run([sys.executable, '-c', code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                         check=False)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == '[]', out.stdout
-
-
 def test_one_function_per_name():
     where = {}
     for path in files_under(PLUGINS, '.py'):

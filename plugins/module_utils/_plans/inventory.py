@@ -9,7 +9,7 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _address
+from ansible_collections.inferops.sglang.plugins.module_utils import _http
 
 
 def host_var(hostvars, host, name, default=None):
@@ -43,4 +43,4 @@ def replica_args(hosts, host, hostvars, port):
     rank0 = hosts[0]
     address = host_var(hostvars, rank0, 'service_replica_address', host_var(hostvars, rank0, 'ansible_host', rank0))
     return {'nnodes': len(hosts), 'node-rank': hosts.index(host) if host in hosts else -1,
-            'dist-init-addr': _address.host_port(address, port)}
+            'dist-init-addr': _http.host_port(address, port)}

@@ -29,7 +29,7 @@ Everything here is pure: hostvars are an input, nothing is read from a host.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _address
+from ansible_collections.inferops.sglang.plugins.module_utils import _http
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import urls
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
@@ -104,5 +104,5 @@ def prometheus_targets(servers, hostvars, routers=None):
             'version': _label_text(host_var(hostvars, host, 'router_version', '')) or 'unknown',
             'role': 'router',
         }
-        groups.append({'targets': [_address.host_port(host, port)], 'labels': labels})
+        groups.append({'targets': [_http.host_port(host, port)], 'labels': labels})
     return groups

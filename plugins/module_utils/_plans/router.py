@@ -16,7 +16,7 @@ that must compose argv the same way).
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _address, _router_generations, _secrets
+from ansible_collections.inferops.sglang.plugins.module_utils import _http, _router_generations, _secrets
 from ansible_collections.inferops.sglang.plugins.module_utils._plans import urls
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import args_to_argv
@@ -123,7 +123,7 @@ def router_plan(inputs, hostvars=None):
         (host -> the text of its ``--config`` file, as read by the pre-flight).
     :param hostvars: Ansible's hostvars (this host's ``service_server_args`` when it is a server too), or None.
     :returns: dict - ``unit``, ``unit_path``, ``scheme`` (``urls.router_scheme``), ``url`` (how this host probes the
-        router: ``_address.base_url``, a wildcard bind on loopback), ``args`` (host, port, policy, then ``args``),
+        router: ``_http.base_url``, a wildcard bind on loopback), ``args`` (host, port, policy, then ``args``),
         ``python`` (the venv's interpreter), ``argv`` (the args as argv words; [] while there are problems),
         ``file_args`` (absolute paths the router reads), ``capabilities`` (list: CAP_NET_BIND_SERVICE below port 1024),
         ``workers`` (the worker URLs), from ``_router_generations`` for ``version``: ``generation``
@@ -183,7 +183,7 @@ def router_plan(inputs, hostvars=None):
         'unit': unit,
         'unit_path': '/etc/systemd/system/%s' % unit,
         'scheme': scheme,
-        'url': _address.base_url(p.get('host'), port, scheme) if 0 < port < 65536 else '',
+        'url': _http.base_url(p.get('host'), port, scheme) if 0 < port < 65536 else '',
         'python': python,
         'args': full_args,
         'argv': argv,

@@ -16,8 +16,8 @@
 * ``worker_config_paths(hosts, hostvars)``: the ``--config`` files a router reads on its servers for those URLs.
 * ``router_scheme(args)`` / ``router_url(hosts, hostvars)``: a router's scheme (``https`` with ``tls-cert-path``) and
   the URL the servers reach the first router of a group at.
-* ``_address.host_port(host, port)``: the ``host:port`` join (``[fd00:10::1]:5000``), also of ``--dist-init-addr``;
-  ``_address.base_url``: the probe address of a server from the address it binds (a wildcard on loopback).
+* ``_http.host_port(host, port)``: the ``host:port`` join (``[fd00:10::1]:5000``), also of ``--dist-init-addr``;
+  ``_http.base_url``: the probe address of a server from the address it binds (a wildcard on loopback).
 
 Everything here is pure: no host is read; a host's ``--config`` text is an input.
 """
@@ -25,7 +25,7 @@ Everything here is pure: no host is read; a host's ``--config`` text is an input
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils import _address
+from ansible_collections.inferops.sglang.plugins.module_utils import _http
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.inventory import host_var
 from ansible_collections.inferops.sglang.plugins.module_utils._server_process import cmdline
 
@@ -96,9 +96,9 @@ def worker_url(host, port=DEFAULT_PORT, scheme='http', url=''):
     """
     if url:
         return str(url)
-    if scheme not in _address.SCHEMES:
+    if scheme not in _http.SCHEMES:
         raise ValueError('scheme must be http or https, not %r' % (scheme,))
-    return '%s://%s' % (scheme, _address.host_port(host, port))
+    return '%s://%s' % (scheme, _http.host_port(host, port))
 
 
 def server_worker_url(host, hostvars, configs=None):
