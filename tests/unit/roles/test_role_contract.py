@@ -90,11 +90,16 @@ def test_the_roles_that_change_a_host_have_their_preflight_run_first():
     assert not CHANGE_NOTHING & separate_preflights()
 
 
+# Roles whose change steps are an entry point of their own (apply): their main is the pre-flight, then apply.
+SPLIT = {"cuda_env", "service"}
+
+
 @pytest.mark.parametrize("role", ROLES)
 def test_main_does_not_run_the_preflight_a_second_time(role):
-    """site.yml runs the pre-flight of every role that changes a host first; that role's main may run it only when it
-    has not run yet (the router's main runs its own, the router play has no other). A role that changes nothing on the
-    servers (facts, fleet) runs its pre-flight as its first step."""
+    """site.yml runs the pre-flight of every role that changes a host first; then the change steps alone of a role
+    that has them as an entry point (apply), else that role's main, which runs the pre-flight only when it has not run
+    yet (the router's main runs its own, the router play has no other). A role that changes nothing on the servers
+    (facts, fleet) runs its pre-flight as its first step."""
     main = os.path.join(ROOT, "roles", role, "tasks", "main.yml")
     preflight = os.path.join(ROOT, "roles", role, "tasks", "preflight.yml")
     if not os.path.exists(preflight):
@@ -103,6 +108,16 @@ def test_main_does_not_run_the_preflight_a_second_time(role):
         text = handle.read()
     if role in CHANGE_NOTHING:
         assert "import_tasks: preflight.yml" in text, "%s does not check its inputs first" % role
+        return
+    if role in SPLIT:
+        import yaml
+        steps = [next(value for key, value in task.items() if key.endswith("import_tasks")) for task in yaml.safe_load(text)]
+        assert steps == ["preflight.yml", "apply.yml"], "%s: main is its pre-flight, then apply (%s)" % (role, steps)
+        with open(os.path.join(ROOT, "roles", role, "tasks", "apply.yml"), encoding="utf-8") as handle:
+            assert not re.search(r"_tasks:\s*preflight\.yml", handle.read()), "%s: apply runs no pre-flight" % role
+        with open(os.path.join(ROOT, "playbooks", "site.yml"), encoding="utf-8") as handle:
+            site = handle.read()
+        assert re.search(r"name: inferops\.sglang\.%s\n\s+tasks_from: apply\b" % role, site), "site.yml runs %s's apply" % role
         return
     assert "import_tasks: preflight.yml" not in text, "%s imports its pre-flight unconditionally" % role
     if "preflight.yml" in text:
