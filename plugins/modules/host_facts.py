@@ -888,6 +888,12 @@ ansible_facts:
           type: str
           returned: always
           sample: 20261204T130000Z-5f3a9c21
+        read_as_root:
+          description:
+            - Whether the call ran as root (effective uid 0) - it could read every process of the host; another user
+              sees other users' processes as unproven or not at all (C(hidepid)), so its C(strays) may miss some.
+          type: bool
+          returned: always
         foreign:
           description:
             - SGLang processes of other containers (another PID namespace than this module's, or a cgroup of
@@ -1455,6 +1461,7 @@ def main():
     facts.update(found)
     facts['endpoint'] = endpoint.result()
     facts['lock_run_id'] = p['lock']['run_id'] if taken is not None and not module.check_mode else ''
+    facts['read_as_root'] = os.geteuid() == 0
 
     result = dict(changed=False, ansible_facts={'inferops_sglang': facts})
     if taken is not None:

@@ -9,6 +9,7 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.inferops.sglang.plugins.module_utils._python_probe import spawn_env_missing
 from ansible_collections.inferops.sglang.plugins.module_utils._secrets import redact_env
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import invalid_environment
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.problems import problem as _problem
@@ -44,6 +45,7 @@ CHECK_LOCATION = 'Check that a sitecustomize.py location is known'
 CHECK_TOOLS = 'Require nvcc and ptxas in CUDA_HOME'
 CHECK_FILE = 'Require a file (or a new file in an existing directory) for the block'
 CHECK_MARKERS = 'Require balanced markers of the managed block'
+CHECK_SPAWN = 'Require every variable in the spawned child'
 
 
 def _input(inputs, name, default=None):
@@ -72,8 +74,25 @@ def _sitecustomize(facts):
     return str(found.get('realpath') or found.get('candidate') or '')
 
 
+def _spawn_problem(plan, spawn):
+    """The problem of a spawned child (module cuda_env_state's ``spawn``: ``stdout``, ``stderr``) that does not see every
+    variable of the environment, or None."""
+    spawn = _as_dict(spawn)
+    missing = spawn_env_missing(spawn.get('stdout'), plan['environment'])
+    if not missing:
+        return None
+    stderr = str(spawn.get('stderr') or '').strip()
+    return _problem(CHECK_SPAWN, 'A child process spawned by %s (as SGLang starts its schedulers), from a clean environment%s, '
+                                 'does not see %s although the block was written into %s: that interpreter does not '
+                                 'import this file at start-up%s. Check facts_python and the PYTHONPATH the server runs '
+                                 'with (facts_pythonpath).'
+                    % (plan['python'], (' with PYTHONPATH=' + plan['pythonpath']) if plan['pythonpath'] else '',
+                       ', '.join(missing), plan['sitecustomize'], (' (%s)' % stderr.splitlines()[-1]) if stderr else ''))
+
+
 def _state_problems(plan, cuda_home, facts, state, manage):
-    """The problems of what the one host read (module cuda_env_state) found."""
+    """The problems of what the one host read (module cuda_env_state) found; with everything current (nothing to
+    write), also what its spawned child saw."""
     problems = []
     tools = _as_dict(state.get('tools'))
     if not all(tools.values()):
@@ -90,6 +109,10 @@ def _state_problems(plan, cuda_home, facts, state, manage):
         if site.get('marker_problem'):
             problems.append(_problem(CHECK_MARKERS, '%s: %s, so that one block remains (or none: it is written anew). '
                                                     'Nothing was changed.' % (plan['sitecustomize'], site['marker_problem'])))
+    if manage and truth(state.get('current', False)) and hasattr(state.get('spawn'), 'get'):
+        spawned = _spawn_problem(plan, state['spawn'])
+        if spawned:
+            problems.append(spawned)
     return problems
 
 

@@ -63,7 +63,7 @@ def cutover_preflight(settings, facts):
     return {'problems': problems}
 
 
-def cutover_strays_ruled_out(facts, unit, manager, pid, run_id):
+def cutover_strays_ruled_out(facts, unit, manager, pid, run_id, scope='all'):
     """Whether the host facts already prove that no stray SGLang server runs, so that the check of an unchanged server
     (``verify.yml``) needs no scan of its own - one module round trip fewer on a converged host. The scan
     (``inferops.sglang.server_process`` with ``state=absent``) would find nothing to stop: both read the same processes
@@ -73,26 +73,29 @@ def cutover_strays_ruled_out(facts, unit, manager, pid, run_id):
 
     - the facts were read under this run's host lock (their ``lock_run_id`` is ``run_id``, not empty): they are this
       run's, not a fact cache's or an earlier run's, and no other run of the collection has changed the host since;
+    - they were read as root (``read_as_root``): another user sees other users' processes as unproven or not at all;
+    - the scan's scope is ``all`` (``cutover_stray_scope``): scoped to a port, the scan also counts a process on that
+      port as an orphaned worker, which the facts (read without a port) do not;
     - the service manager is ``systemd`` (the collection's supervisord server is excluded from the scan by pid);
     - the facts list no stray (``strays`` is empty: no server outside a unit or the collection's supervisord, no
       orphaned worker);
     - they list at least one server, every one of them managed by systemd's ``unit`` (the facts' own unit was the
       cutover's: a server of another unit would be a stray to the scan), and one of them is the unit's main process
-      now, ``pid`` - the server the facts saw is the one running (a failed discovery lists no server; a restart since
-      has another pid).
+      as the cutover's reading of the unit saw it, ``pid`` - the server the facts saw is the one the cutover decided
+      on (a failed discovery lists no server; a restart between the two has another pid).
 
     A server started by hand after the facts were read is not stopped by this run - as one started after the scan is
     not - but by the next.
 
     :param facts: the host facts (``inferops_sglang`` of ``inferops.sglang.host_facts``). :param unit: ``cutover_unit``.
     :param manager: ``systemd`` or ``supervisord``. :param pid: the unit's main pid now (``__cutover_mgr.pid``).
-    :param run_id: this run's lock (``cutover_lock_run_id``; '' without one).
+    :param run_id: this run's lock (``cutover_lock_run_id``; '' without one). :param scope: ``cutover_stray_scope``.
     :returns: bool.
     """
     facts = _dict(facts)
     servers = facts.get('servers')
-    if (not run_id or facts.get('lock_run_id') != run_id or manager != 'systemd' or facts.get('strays')
-            or not isinstance(servers, list) or not servers):
+    if (not run_id or facts.get('lock_run_id') != run_id or facts.get('read_as_root') is not True or scope != 'all'
+            or manager != 'systemd' or facts.get('strays') or not isinstance(servers, list) or not servers):
         return False
     try:
         pid = int(pid or 0)

@@ -194,3 +194,40 @@ def test_the_plan_task_never_shows_the_environment():
         tasks = yaml.safe_load(handle)
     planning = [task for task in tasks if '__cuda_env_plan' in (task.get('ansible.builtin.set_fact') or {})]
     assert planning and all(task.get('no_log') is True for task in planning)
+
+
+def _spawned(seen):
+    from ansible_collections.inferops.sglang.plugins.module_utils._python_probe import SPAWN_MARKER
+    import json
+    return {'rc': 0, 'stdout': 'x\n%s%s\n' % (SPAWN_MARKER, json.dumps(seen)), 'stderr': ''}
+
+
+ALL_SEEN = {'CUDA_HOME': '/usr/local/cuda-13.0', 'TRITON_PTXAS_PATH': '/usr/local/cuda-13.0/bin/ptxas',
+            'CUDA_MODULE_LOADING': 'LAZY', 'NCCL_NVLS_ENABLE': '0'}
+
+
+def test_with_nothing_to_write_the_preflight_checks_the_spawned_child():
+    """The block in place already (the read found everything current): what its spawned child saw is checked in the
+    pre-flight, before any role changes anything; after a write, the apply step checks it with the same rule."""
+    state = dict(STATE, current=True, spawn=_spawned(dict(ALL_SEEN, NCCL_NVLS_ENABLE='1')))
+    plan = cuda_env_plan(INPUTS, FACTS, state)
+    assert checks(plan) == [plan_mod.CHECK_SPAWN]
+    assert plan['problems'][0]['message'] == (
+        'A child process spawned by /opt/venv/bin/python3 (as SGLang starts its schedulers), from a clean environment '
+        'with PYTHONPATH=/srv/lib, does not see NCCL_NVLS_ENABLE although the block was written into '
+        '/usr/lib/python3.11/sitecustomize.py: that interpreter does not import this file at start-up. Check facts_python '
+        'and the PYTHONPATH the server runs with (facts_pythonpath).')
+    failed = dict(state, spawn={'rc': 1, 'stdout': '', 'stderr': 'Traceback ...\nImportError: no module x\n'})
+    message = cuda_env_plan(INPUTS, FACTS, failed)['problems'][0]['message']
+    assert 'does not see CUDA_HOME, CUDA_MODULE_LOADING, NCCL_NVLS_ENABLE, TRITON_PTXAS_PATH' in message
+    assert 'at start-up (ImportError: no module x).' in message
+
+
+@pytest.mark.parametrize('state, inputs', [
+    (dict(STATE, current=True, spawn=_spawned(ALL_SEEN)), INPUTS),                          # the child sees them all
+    (dict(STATE, current=False, spawn=_spawned({})), INPUTS),                               # a write comes: apply checks
+    (dict(STATE, current=True, spawn=None), INPUTS),                                        # no child was run
+    (dict(STATE, current=True, spawn=_spawned({})), dict(INPUTS, manage_sitecustomize=False)),  # no block managed
+])
+def test_no_spawned_child_problem_where_the_preflight_cannot_judge_it(state, inputs):
+    assert plan_mod.CHECK_SPAWN not in checks(cuda_env_plan(inputs, FACTS, state))

@@ -639,7 +639,7 @@ def test_the_cutover_takes_only_a_whole_status_of_its_own_unit(service, unit, kn
 
 def _facts(**changes):
     """Host facts of a converged host: one server, the unit's (pid 7), read under run-1's lock."""
-    facts = {'lock_run_id': 'run-1', 'strays': [],
+    facts = {'lock_run_id': 'run-1', 'read_as_root': True, 'strays': [],
              'servers': [{'main_pid': 7, 'managed': True, 'managed_by': {'manager': 'systemd', 'unit': 'sglang.service'}}]}
     facts.update(changes)
     return facts
@@ -654,6 +654,7 @@ def test_this_runs_facts_without_strays_rule_the_scan_out():
     from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover_host import cutover_strays_ruled_out
     assert cutover_strays_ruled_out(_facts(), 'sglang.service', 'systemd', 7, 'run-1') is True
     assert cutover_strays_ruled_out(_facts(), 'sglang.service', 'systemd', '7', 'run-1') is True  # a templated pid
+    assert cutover_strays_ruled_out(_facts(), 'sglang.service', 'systemd', 7, 'run-1', 'all') is True
 
 
 @pytest.mark.parametrize('facts,unit,manager,pid,run_id', [
@@ -662,6 +663,8 @@ def test_this_runs_facts_without_strays_rule_the_scan_out():
     (_facts(lock_run_id='run-0'), 'sglang.service', 'systemd', 7, 'run-1'),   # an earlier run's (a fact cache)
     ({k: v for k, v in _facts().items() if k != 'lock_run_id'}, 'sglang.service', 'systemd', 7, 'run-1'),
     (_facts(), 'sglang.service', 'supervisord', 7, 'run-1'),                 # the scan excludes supervisord's pid
+    (_facts(read_as_root=False), 'sglang.service', 'systemd', 7, 'run-1'),   # another user misses others' processes
+    ({k: v for k, v in _facts().items() if k != 'read_as_root'}, 'sglang.service', 'systemd', 7, 'run-1'),
     (_facts(strays=[_STRAY]), 'sglang.service', 'systemd', 7, 'run-1'),
     (_facts(servers=_facts()['servers'] + [_STRAY], strays=[_STRAY]), 'sglang.service', 'systemd', 7, 'run-1'),
     (_facts(servers=_facts()['servers'] + [_OTHER_UNIT]), 'sglang.service', 'systemd', 7, 'run-1'),  # a stray to the scan
@@ -678,9 +681,16 @@ def test_this_runs_facts_without_strays_rule_the_scan_out():
     (None, 'sglang.service', 'systemd', 7, 'run-1'),
     ({}, 'sglang.service', 'systemd', 7, 'run-1')])
 def test_anything_short_of_proof_leaves_the_stray_scan_to_run(facts, unit, manager, pid, run_id):
-    """The verify step skips its scan only on this run's facts that saw the unit's running server and nothing else."""
+    """The verify step skips its scan only on this run's facts, read as root, that saw the unit's running server and
+    nothing else (breaker review: the facts' privileges, the scan's scope)."""
     from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover_host import cutover_strays_ruled_out
     assert cutover_strays_ruled_out(facts, unit, manager, pid, run_id) is False
+
+
+def test_a_scan_scoped_to_the_port_is_never_ruled_out():
+    """Scoped to a port, the scan also proves an orphan by its listening on that port; the facts read no port."""
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover_host import cutover_strays_ruled_out
+    assert cutover_strays_ruled_out(_facts(), 'sglang.service', 'systemd', 7, 'run-1', 'port') is False
 
 
 GATE_SETTINGS = {'health_request_timeout': 30, 'health_interval': 5, 'health_budget': 900, 'health_round_seconds': 30,

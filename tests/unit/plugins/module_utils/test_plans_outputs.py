@@ -122,7 +122,7 @@ def _service_plan_keys():
 
 def _service_steps_keys():
     """The keys the filter service_steps adds to the plan's output (the publish task combines the two)."""
-    with open(os.path.join(ROOT, 'roles', 'service', 'tasks', 'main.yml')) as handle:
+    with open(os.path.join(ROOT, 'roles', 'service', 'tasks', 'apply.yml')) as handle:
         tasks = yaml.safe_load(handle)
     task = [t for t in tasks if 'inferops_sglang_service' in (t.get('ansible.builtin.set_fact') or {})][0]
     assert 'inferops.sglang.service_steps(' in task['vars']['__service_steps']

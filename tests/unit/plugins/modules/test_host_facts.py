@@ -28,7 +28,7 @@ COLLECTIONS_PATH = os.environ.get('ANSIBLE_COLLECTIONS_PATH') or os.path.abspath
 FACT_KEYS = {'init', 'python', 'gpus', 'gpu_count', 'driver_version', 'cuda_driver_version', 'interconnect',
              'topology', 'gpu_processes', 'nvidia_smi', 'cuda', 'listeners', 'units', 'supervisor',
              'servers', 'strays', 'foreign', 'endpoint', 'lost_gpus', 'gpu_error', 'fabric', 'fabric_manager',
-             'xid_events', 'network', 'lock_run_id'}
+             'xid_events', 'network', 'lock_run_id', 'read_as_root'}
 INIT_KEYS = {'system', 'pid1', 'pid1_cmdline', 'systemd_booted', 'systemd_version', 'container', 'cron_running',
              'cron'}
 CRON_KEYS = {'daemon', 'reads_cron_d', 'crontabs_dir', 'reboot_marker', 'reboot_marker_exists', 'reboot_marker_persists'}
@@ -621,6 +621,7 @@ def test_the_lock_is_taken_before_the_reads_and_a_held_one_fails_naming_the_hold
         assert 'diff' not in taken['lock'] and 'warnings' not in taken['lock'] and 'failed' not in taken['lock']
         check_shape(taken['ansible_facts']['inferops_sglang'])
         assert taken['ansible_facts']['inferops_sglang']['lock_run_id'] == 'run-a', 'the facts name the run whose lock they were read under'
+        assert taken['ansible_facts']['inferops_sglang']['read_as_root'] is (os.geteuid() == 0)
 
         again_code, again = _facts_call(monkeypatch, capsys, tmp_path, dict(base, lock=lock))
         assert again_code == 0 and not again['lock']['changed'] and 'already' in again['lock']['msg']
