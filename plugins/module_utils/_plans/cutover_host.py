@@ -13,19 +13,11 @@ __metaclass__ = type
 
 from ansible_collections.inferops.sglang.plugins.module_utils._nvidia_smi import gpu_blockers
 from ansible_collections.inferops.sglang.plugins.module_utils._plans.problems import problem
-from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict as _dict
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict as _dict, jinja_int
 
 CHECK_GATE_SETTINGS = 'Check the health gate settings'
 CHECK_GPUS = 'Refuse to stop the running server on a host that needs a reboot or a GPU reset'
 GATE_REQUEST_TIMEOUT_MIN_S = 20
-
-
-def _int(value):
-    """``value`` as Jinja's ``int`` filter reads it (a number or numeric text; anything else is 0)."""
-    try:
-        return int(float(value))
-    except (TypeError, ValueError, OverflowError):
-        return 0
 
 
 def cutover_preflight(settings, facts):
@@ -45,8 +37,8 @@ def cutover_preflight(settings, facts):
     :returns: dict - ``problems`` (list of ``{'check', 'message'}``, empty when the cutover may go ahead).
     """
     settings = _dict(settings)
-    timeout, interval = _int(settings.get('health_request_timeout')), _int(settings.get('health_interval'))
-    budget, round_s = _int(settings.get('health_budget')), _int(settings.get('health_round_seconds'))
+    timeout, interval = jinja_int(settings.get('health_request_timeout')), jinja_int(settings.get('health_interval'))
+    budget, round_s = jinja_int(settings.get('health_budget')), jinja_int(settings.get('health_round_seconds'))
     record = settings.get('record_path')
     problems = []
     if (timeout < GATE_REQUEST_TIMEOUT_MIN_S or interval < 1 or budget < timeout or round_s < 1
@@ -97,10 +89,7 @@ def cutover_strays_ruled_out(facts, unit, manager, pid, run_id, scope='all'):
     if (not run_id or facts.get('lock_run_id') != run_id or facts.get('read_as_root') is not True or scope != 'all'
             or manager != 'systemd' or facts.get('strays') or not isinstance(servers, list) or not servers):
         return False
-    try:
-        pid = int(pid or 0)
-    except (TypeError, ValueError):
-        return False
+    pid = jinja_int(pid)
     if not all(_dict(_dict(server).get('managed_by')).get('manager') == 'systemd'
                and _dict(_dict(server).get('managed_by')).get('unit') == unit for server in servers):
         return False

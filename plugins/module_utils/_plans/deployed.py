@@ -13,19 +13,8 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict as _dict_or_empty
+from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import as_dict as _dict_or_empty, jinja_int as _jinja_int
 from ansible_collections.inferops.sglang.plugins.module_utils._server_args import argv_to_args
-
-
-def _jinja_int(value, default):
-    """Jinja's ``int`` filter: the value as an integer (a float's whole part), 0 when it is none."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return default
 
 
 def service_deployed(manifest, plan, facts, name):

@@ -25,6 +25,18 @@ def seconds(value):
         return None
 
 
+def jinja_int(value, default=0):
+    """A value as Jinja's ``int`` filter reads it: an integer, a float's whole part, numeric text; ``default`` for
+    anything else (None, other text, an infinite or overflowing number)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError, OverflowError):
+            return default
+
+
 def ran(result):
     """A registered task result that ran, as it is; {} for one that was skipped (Ansible's truth rule), or for None or
     anything that is no mapping (a task not reached, passed as none)."""

@@ -34,3 +34,11 @@ def test_ran_is_a_result_that_ran():
     assert values.ran({'skipped': True, 'changed': False}) == {}
     assert values.ran({'skipped': 'false', 'changed': True}) == {'skipped': 'false', 'changed': True}
     assert values.ran(None) == {} and values.ran('text') == {} and values.ran([1]) == {}
+
+
+@pytest.mark.parametrize('value, read', [(7, 7), ('7', 7), ('7.9', 7), (7.9, 7), (None, 0), ('x', 0), ('', 0),
+                                         (float('inf'), 0), ('1e999', 0)])
+def test_jinja_int_reads_as_jinjas_int_filter(value, read):
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.values import jinja_int
+    assert jinja_int(value) == read
+    assert jinja_int(None, 5) == 5
