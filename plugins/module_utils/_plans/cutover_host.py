@@ -55,7 +55,7 @@ def cutover_preflight(settings, facts):
     return {'problems': problems}
 
 
-def cutover_strays_ruled_out(facts, unit, manager, pid, run_id, scope='all'):
+def cutover_strays_ruled_out(facts, unit, manager, pid, run_id, scope=None):
     """Whether the host facts already prove that no stray SGLang server runs, so that the check of an unchanged server
     (``verify.yml``) needs no scan of its own - one module round trip fewer on a converged host. The scan
     (``inferops.sglang.server_process`` with ``state=absent``) would find nothing to stop: both read the same processes
@@ -85,9 +85,13 @@ def cutover_strays_ruled_out(facts, unit, manager, pid, run_id, scope='all'):
     :returns: bool.
     """
     facts = _dict(facts)
-    servers = facts.get('servers')
-    if (not run_id or facts.get('lock_run_id') != run_id or facts.get('read_as_root') is not True or scope != 'all'
-            or manager != 'systemd' or facts.get('strays') or not isinstance(servers, list) or not servers):
+    servers, strays = facts.get('servers'), facts.get('strays')
+    if (not isinstance(run_id, str) or not run_id or facts.get('lock_run_id') != run_id
+            or facts.get('read_as_root') is not True or scope != 'all' or manager != 'systemd'
+            or not isinstance(strays, list) or strays or not isinstance(servers, list) or not servers):
+        return False
+    # The pid exactly: a whole number (or its text); a bool, a fraction or anything else proves nothing.
+    if isinstance(pid, bool) or jinja_int(pid) != jinja_int(pid, -1) or str(jinja_int(pid)) != str(pid).strip():
         return False
     pid = jinja_int(pid)
     if not all(_dict(_dict(server).get('managed_by')).get('manager') == 'systemd'

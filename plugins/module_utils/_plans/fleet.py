@@ -46,7 +46,7 @@ def fleet_plan(inputs, hostvars):
     host = inputs.get('host')
     hosts = list(group_hosts or [])
     ok = (group_hosts is not None and hosts
-          and batches is not None and len(batches) > 0
+          and isinstance(batches, list) and len(batches) > 0
           and (not canary or canary in hosts)
           and (host is None or host in hosts)
           and isinstance(summary_dir, str) and summary_dir.startswith('/'))

@@ -652,8 +652,8 @@ _SUPERVISED = {'main_pid': 12, 'managed': True, 'managed_by': {'manager': 'super
 
 def test_this_runs_facts_without_strays_rule_the_scan_out():
     from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover_host import cutover_strays_ruled_out
-    assert cutover_strays_ruled_out(_facts(), 'sglang.service', 'systemd', 7, 'run-1') is True
-    assert cutover_strays_ruled_out(_facts(), 'sglang.service', 'systemd', '7', 'run-1') is True  # a templated pid
+    assert cutover_strays_ruled_out(_facts(), 'sglang.service', 'systemd', 7, 'run-1', 'all') is True
+    assert cutover_strays_ruled_out(_facts(), 'sglang.service', 'systemd', '7', 'run-1', 'all') is True  # a templated pid
     assert cutover_strays_ruled_out(_facts(), 'sglang.service', 'systemd', 7, 'run-1', 'all') is True
 
 
@@ -678,13 +678,25 @@ def test_this_runs_facts_without_strays_rule_the_scan_out():
     (_facts(), 'sglang.service', 'systemd', None, 'run-1'),
     (_facts(), 'sglang.service', 'systemd', 'x', 'run-1'),
     (_facts(servers=[{'main_pid': 7}]), 'sglang.service', 'systemd', 7, 'run-1'),  # no managed_by: not proven
+    ({k: v for k, v in _facts().items() if k != 'strays'}, 'sglang.service', 'systemd', 7, 'run-1'),  # no stray list
+    (_facts(strays=None), 'sglang.service', 'systemd', 7, 'run-1'),
+    (_facts(strays={}), 'sglang.service', 'systemd', 7, 'run-1'),
+    (_facts(lock_run_id=1), 'sglang.service', 'systemd', 7, True),           # equal, but no run id
+    (_facts(servers=[dict(_facts()['servers'][0], main_pid=1)]), 'sglang.service', 'systemd', True, 'run-1'),
+    (_facts(), 'sglang.service', 'systemd', '7.5', 'run-1'),                 # a fraction is no pid
+    (_facts(), 'sglang.service', 'systemd', 7.5, 'run-1'),
     (None, 'sglang.service', 'systemd', 7, 'run-1'),
     ({}, 'sglang.service', 'systemd', 7, 'run-1')])
 def test_anything_short_of_proof_leaves_the_stray_scan_to_run(facts, unit, manager, pid, run_id):
     """The verify step skips its scan only on this run's facts, read as root, that saw the unit's running server and
     nothing else (breaker review: the facts' privileges, the scan's scope)."""
     from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover_host import cutover_strays_ruled_out
-    assert cutover_strays_ruled_out(facts, unit, manager, pid, run_id) is False
+    assert cutover_strays_ruled_out(facts, unit, manager, pid, run_id, 'all') is False
+
+
+def test_a_scan_of_unknown_scope_is_never_ruled_out():
+    from ansible_collections.inferops.sglang.plugins.module_utils._plans.cutover_host import cutover_strays_ruled_out
+    assert cutover_strays_ruled_out(_facts(), 'sglang.service', 'systemd', 7, 'run-1') is False
 
 
 def test_a_scan_scoped_to_the_port_is_never_ruled_out():

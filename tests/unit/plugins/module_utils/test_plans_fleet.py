@@ -47,6 +47,8 @@ def test_a_replica_canary_brings_its_replica():
     {'group_hosts': []},
     {'batches': []},
     {'batches': None},
+    {'batches': 5},                 # a bare number in YAML: a problem, not a crash (breaker review)
+    {'batches': '25%'},
     {'canary': 'zz'},
     {'host': 'elsewhere'},
     {'summary_dir': 'fleet'},
